@@ -1,0 +1,19 @@
+package tether
+
+import (
+	"net"
+	"strings"
+)
+
+// isLoopbackAddr reports whether a host:port listens on loopback only.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

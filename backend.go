@@ -1,0 +1,86 @@
+package tether
+
+import (
+	"context"
+)
+
+// Backend is one configured data store behind tetherd, with its own pool of
+// warm connections. Every backend package (backend/sqlite, backend/mysql,
+// backend/postgres, ...) exports a type that implements it, and every
+// implementation must pass the shared suite in backend/backendtest.
+//
+// Lifecycle:
+//  1. The constructor (New) checks its configuration and has no side effects.
+//  2. Open connects (or verifies the backend can be reached) and warms the pool;
+//     tetherd reports ready only after every backend's Open returned nil.
+//  3. Query, Exec and Begin may then be called concurrently from any goroutine.
+//  4. Close stops handing out connections, waits for borrowed ones until ctx is
+//     done, and closes the pool. Open transactions must be finished first: the
+//     server rolls them back before it closes backends.
+//
+// Errors returned by Query, Exec and Begin are *Error values (or wrap the
+// sentinel errors of this package), so that the server can send a typed code.
+type Backend interface {
+	// Open connects the pool. It returns an error wrapping ErrUnavailable when the
+	// backend cannot be reached.
+	Open(ctx context.Context) error
+
+	// Query runs a statement that returns rows, on any pooled connection.
+	Query(ctx context.Context, s Statement) (*Result, error)
+
+	// Exec runs a statement for its effect, on any pooled connection.
+	Exec(ctx context.Context, s Statement) (*Result, error)
+
+	// Begin pins one pooled connection to a new transaction. The connection is
+	// unavailable to anyone else until the Tx is committed or rolled back.
+	Begin(ctx context.Context) (Tx, error)
+
+	// Stats reports the pool's state, for logs and operators.
+	Stats() PoolStats
+
+	// Close drains and closes the pool; see the lifecycle above.
+	Close(ctx context.Context) error
+}
+
+// Tx is a transaction pinned to one backend connection. Its methods must not be
+// called concurrently; the server serialises them per transaction.
+type Tx interface {
+	Query(ctx context.Context, s Statement) (*Result, error)
+	Exec(ctx context.Context, s Statement) (*Result, error)
+	// Commit commits and returns the connection to the pool. After a failed
+	// Commit the transaction is over either way.
+	Commit(ctx context.Context) error
+	// Rollback rolls back and returns the connection to the pool clean. It is
+	// safe to call on a finished Tx (it returns ErrTxDone).
+	Rollback(ctx context.Context) error
+}
+
+// Statement is SQL text with positional parameters. Parameters are always bound
+// by the driver, never interpolated into the text.
+type Statement struct {
+	SQL    string
+	Params []any // nil, bool, int64, uint64, float64, string, []byte
+	// MaxBytes, when positive, bounds the size of a result; a larger one is a
+	// too_large error, found while reading rows rather than after.
+	MaxBytes int
+}
+
+// Result is the outcome of Query (Columns and Rows) or Exec (Affected, InsertID).
+//
+// Row values are normalised by the backend to the protocol's value mapping
+// (docs/protocol.md): nil, bool, int64, uint64, float64, string (text, decimals,
+// dates and times as ISO 8601) or []byte (binary).
+type Result struct {
+	Columns  []string
+	Rows     [][]any
+	Affected int64
+	InsertID int64
+}
+
+// PoolStats is a snapshot of a backend's connection pool.
+type PoolStats struct {
+	Open    int // connections open, idle or in use
+	InUse   int
+	Idle    int
+	Waiting int64 // total number of waits for a free connection so far
+}

@@ -1,0 +1,36 @@
+// Package sqldb is the part of the SQL backends that they share: a
+// database/sql pool with a bounded wait, a cache of prepared statements, and
+// transactions pinned to one connection whose session state cannot leak.
+// Each SQL backend (backend/sqlite, backend/mysql, backend/postgres) supplies a
+// Dialect and wraps a *DB.
+package sqldb
+
+import (
+	"database/sql"
+
+	tether "github.com/tether-php/tether"
+)
+
+// Dialect is what differs between SQL backends.
+type Dialect interface {
+	// Name is the backend type, for messages ("mysql").
+	Name() string
+
+	// Convert maps one scanned value to the protocol's value mapping
+	// (docs/protocol.md), given the column's database type name as the
+	// driver reports it (sql.ColumnType.DatabaseTypeName).
+	Convert(dbType string, v any) any
+
+	// ClassifyError maps a driver error to a typed error, or returns nil when
+	// it does not recognise it.
+	ClassifyError(err error) *tether.Error
+
+	// ChangesSession reports whether a statement may change state that lives
+	// as long as the connection (session variables, temporary tables, locks,
+	// prepared statements). The connection it ran on is then closed instead of
+	// being returned to the pool, so the state cannot reach another client.
+	ChangesSession(sql string) bool
+}
+
+// Opener opens the *sql.DB of a backend. It must not connect yet.
+type Opener func() (*sql.DB, error)

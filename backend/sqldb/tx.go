@@ -1,0 +1,74 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	tether "github.com/tether-php/tether"
+)
+
+// Tx is a transaction on a connection taken from the pool for it alone.
+type Tx struct {
+	db   *DB
+	conn *sql.Conn
+	tx   *sql.Tx
+
+	once  sync.Once
+	dirty bool // a statement may have changed session state
+}
+
+// Query implements tether.Tx.
+func (t *Tx) Query(ctx context.Context, s tether.Statement) (*tether.Result, error) {
+	return t.run(ctx, s, false)
+}
+
+// Exec implements tether.Tx.
+func (t *Tx) Exec(ctx context.Context, s tether.Statement) (*tether.Result, error) {
+	return t.run(ctx, s, true)
+}
+
+func (t *Tx) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Result, error) {
+	if t.db.dialect.ChangesSession(s.SQL) {
+		t.dirty = true
+	}
+	st, err := t.db.stmt(ctx, s.SQL)
+	if err != nil {
+		return nil, t.db.wrap(err)
+	}
+	// StmtContext reuses the statement if it is already prepared on this
+	// connection, and prepares it there (for later reuse) if not.
+	txst := t.tx.StmtContext(ctx, st)
+	defer txst.Close()
+	res, err := t.db.runStmt(ctx, txst, s, exec)
+	return res, t.db.wrap(err)
+}
+
+// Commit implements tether.Tx.
+func (t *Tx) Commit(ctx context.Context) error {
+	err := t.tx.Commit()
+	t.finish(err != nil)
+	return t.db.wrap(err)
+}
+
+// Rollback implements tether.Tx.
+func (t *Tx) Rollback(ctx context.Context) error {
+	err := t.tx.Rollback()
+	t.finish(err != nil)
+	return t.db.wrap(err)
+}
+
+// finish returns the connection: to the pool if it is clean, closed if its
+// session state may have changed or its transaction did not end cleanly.
+func (t *Tx) finish(failed bool) {
+	t.once.Do(func() {
+		if t.dirty || failed {
+			discard(t.conn)
+		} else {
+			t.conn.Close()
+		}
+		t.db.release()
+	})
+}
+
+var _ tether.Tx = (*Tx)(nil)

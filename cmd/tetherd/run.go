@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	tether "github.com/tether-php/tether"
+)
+
+// Main is tetherd's program: flags, config, signals, and the server's lifecycle.
+type Main struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Signals delivers the shutdown signals; tests may replace it.
+	Signals chan os.Signal
+}
+
+// NewMain returns a Main wired to the process's streams and signals.
+func NewMain() *Main {
+	return &Main{Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// Run parses args, loads the config (the embedded default when none is
+// given), opens the backends, serves until SIGTERM or SIGINT, then drains
+// within the configured grace period. A second signal exits at once.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tetherd", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	configPath := fs.String("config", "", "path of the TOML config file; none runs the embedded default (SQLite at ./var/tether.db, socket ./var/tether.sock)")
+	check := fs.Bool("check", false, "validate the config and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tetherd [-config FILE] [-check]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	cfg := tether.DefaultConfig()
+	if *configPath != "" {
+		var err error
+		if cfg, err = tether.ReadConfigFile(*configPath); err != nil {
+			return err
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if *check {
+		fmt.Fprintln(m.Stdout, "config ok")
+		return nil
+	}
+	log := newLogger(m.Stderr, cfg.Log)
+	if *configPath == "" {
+		log.Info("no -config given: running the embedded default", "sqlite", tether.DefaultSQLitePath, "socket", cfg.Server.AbsSocket())
+	}
+	if err := os.MkdirAll(dirOf(cfg.Server.Socket), 0o755); err != nil {
+		return fmt.Errorf("create socket directory: %w", err)
+	}
+
+	backends, err := newBackends(cfg)
+	if err != nil {
+		return err
+	}
+	srv := tether.NewServer(cfg, backends, log)
+	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = srv.Open(openCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0))
+
+	sigs := m.Signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 2)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(sigs)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String(), "grace", cfg.Server.ShutdownGrace)
+	}
+	grace := time.Duration(cfg.Server.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(sctx) }()
+	select {
+	case err := <-done:
+		if cfg.Server.Socket != "" {
+			os.Remove(cfg.Server.Socket)
+		}
+		if err != nil {
+			return err
+		}
+		log.Info("stopped")
+		return nil
+	case sig := <-sigs:
+		return errors.New("second signal (" + sig.String() + "): exiting at once")
+	}
+}
+
+func newLogger(w io.Writer, c tether.LogConfig) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func dirOf(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			if i == 0 {
+				return "/"
+			}
+			return path[:i]
+		}
+	}
+	return "."
+}

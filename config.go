@@ -1,0 +1,322 @@
+package tether
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is tetherd's whole configuration, read from one TOML file.
+// Start from DefaultConfig, overlay a file with ParseConfig, then Validate.
+type Config struct {
+	Server   ServerConfig             `toml:"server"`
+	Log      LogConfig                `toml:"log"`
+	Backends map[string]BackendConfig `toml:"backends"`
+}
+
+// ServerConfig is the client-facing side of tetherd.
+type ServerConfig struct {
+	Socket         string   `toml:"socket"`          // Unix socket path
+	SocketMode     string   `toml:"socket_mode"`     // octal file mode, e.g. "0660"
+	SocketGroup    string   `toml:"socket_group"`    // group name; empty keeps the process group
+	TCPListen      string   `toml:"tcp_listen"`      // optional, loopback only; empty disables TCP
+	TCPToken       string   `toml:"tcp_token"`       // shared secret every TCP client sends in its first frame
+	MaxFrameBytes  int      `toml:"max_frame_bytes"` // largest request frame accepted
+	MaxResultBytes int      `toml:"max_result_bytes"`
+	DefaultTimeout Duration `toml:"default_timeout"` // deadline of a request that names none
+	TxIdleTimeout  Duration `toml:"tx_idle_timeout"` // an idle transaction is rolled back after this
+	ShutdownGrace  Duration `toml:"shutdown_grace"`  // how long in-flight requests may finish on SIGTERM
+	DefaultBackend string   `toml:"default_backend"` // backend of requests that name none
+}
+
+// LogConfig selects the structured logger's level and format.
+type LogConfig struct {
+	Level  string `toml:"level"`  // debug, info, warn, error
+	Format string `toml:"format"` // text or json
+}
+
+// BackendConfig configures one backend and its pool.
+type BackendConfig struct {
+	Type           string   `toml:"type"` // one of BackendTypes
+	DSN            string   `toml:"dsn"`  // the driver's data source name
+	MaxConns       int      `toml:"max_conns"`
+	MinConns       int      `toml:"min_conns"`
+	IdleTimeout    Duration `toml:"idle_timeout"`
+	AcquireTimeout Duration `toml:"acquire_timeout"` // bounded wait for a free connection, then busy
+	ConnectTimeout Duration `toml:"connect_timeout"`
+	StmtCacheSize  int      `toml:"stmt_cache_size"` // prepared statements kept per backend, by SQL text
+}
+
+// BackendTypes lists the backend types tetherd knows.
+var BackendTypes = []string{"sqlite", "mysql", "postgres"}
+
+// Default paths of the embedded default: SQLite beside a socket in ./var.
+const (
+	DefaultSocketPath = "var/tether.sock"
+	DefaultSQLitePath = "var/tether.db"
+)
+
+// DefaultConfig returns the embedded default: one SQLite backend named "main"
+// at ./var/tether.db, served on ./var/tether.sock.
+func DefaultConfig() Config {
+	return Config{
+		Server: ServerConfig{
+			Socket:         DefaultSocketPath,
+			SocketMode:     "0660",
+			MaxFrameBytes:  8 << 20,
+			MaxResultBytes: 64 << 20,
+			DefaultTimeout: Duration(30 * time.Second),
+			TxIdleTimeout:  Duration(60 * time.Second),
+			ShutdownGrace:  Duration(10 * time.Second),
+			DefaultBackend: "main",
+		},
+		Log: LogConfig{Level: "info", Format: "text"},
+		Backends: map[string]BackendConfig{
+			"main": DefaultBackendConfig("sqlite", DefaultSQLitePath),
+		},
+	}
+}
+
+// DefaultBackendConfig returns a backend config of the given type with the
+// default pool settings.
+func DefaultBackendConfig(typ, dsn string) BackendConfig {
+	return BackendConfig{
+		Type:           typ,
+		DSN:            dsn,
+		MaxConns:       8,
+		MinConns:       1,
+		IdleTimeout:    Duration(5 * time.Minute),
+		AcquireTimeout: Duration(time.Second),
+		ConnectTimeout: Duration(2 * time.Second),
+		StmtCacheSize:  256,
+	}
+}
+
+// ParseConfig reads a TOML config from r over DefaultConfig's server and log
+// settings. A file that has a [backends] table replaces the default backend;
+// each backend starts from DefaultBackendConfig. Unknown keys are an error.
+// ParseConfig does not validate: call Validate.
+func ParseConfig(r io.Reader) (Config, error) {
+	cfg := DefaultConfig()
+	cfg.Backends = nil
+	var raw struct {
+		Server   ServerConfig              `toml:"server"`
+		Log      LogConfig                 `toml:"log"`
+		Backends map[string]toml.Primitive `toml:"backends"`
+	}
+	raw.Server, raw.Log = cfg.Server, cfg.Log
+	md, err := toml.NewDecoder(r).Decode(&raw)
+	if err != nil {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	cfg.Server, cfg.Log = raw.Server, raw.Log
+	if len(raw.Backends) > 0 {
+		cfg.Backends = make(map[string]BackendConfig, len(raw.Backends))
+	}
+	for name, prim := range raw.Backends {
+		bc := DefaultBackendConfig("", "")
+		if err := md.PrimitiveDecode(prim, &bc); err != nil {
+			return Config{}, fmt.Errorf("parse config: backends.%s: %w", name, err)
+		}
+		cfg.Backends[name] = bc
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		keys := make([]string, len(undecoded))
+		for i, k := range undecoded {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("parse config: unknown keys: %s", strings.Join(keys, ", "))
+	}
+	if cfg.Backends == nil {
+		cfg.Backends = DefaultConfig().Backends
+	}
+	return cfg, nil
+}
+
+// ReadConfigFile opens path and parses it with ParseConfig.
+func ReadConfigFile(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("open config: %w", err)
+	}
+	defer f.Close()
+	cfg, err := ParseConfig(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ConfigError is a validation error that names the field and the value given.
+type ConfigError struct {
+	Field string
+	Value any
+	Msg   string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config: %s = %v: %s", e.Field, e.Value, e.Msg)
+}
+
+// Validate checks the config without side effects and returns every problem
+// found, joined, each a *ConfigError naming the field and value.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, value any, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Value: value, Msg: fmt.Sprintf(format, args...)})
+	}
+	s := c.Server
+	if s.Socket == "" && s.TCPListen == "" {
+		bad("server.socket", `""`, "a Unix socket or a TCP listener is required")
+	}
+	if s.SocketMode != "" {
+		if m, err := strconv.ParseUint(s.SocketMode, 8, 32); err != nil || m > 0o777 {
+			bad("server.socket_mode", s.SocketMode, "must be an octal file mode such as 0660")
+		}
+	}
+	if s.TCPListen != "" {
+		if s.TCPToken == "" {
+			bad("server.tcp_token", `""`, "required when server.tcp_listen is set")
+		}
+		if !isLoopbackAddr(s.TCPListen) {
+			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address")
+		}
+	}
+	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
+		bad("server.max_frame_bytes", s.MaxFrameBytes, "must be between 1024 and 1073741824")
+	}
+	if s.MaxResultBytes < 1024 {
+		bad("server.max_result_bytes", s.MaxResultBytes, "must be at least 1024")
+	}
+	for field, d := range map[string]Duration{
+		"server.default_timeout": s.DefaultTimeout,
+		"server.tx_idle_timeout": s.TxIdleTimeout,
+		"server.shutdown_grace":  s.ShutdownGrace,
+	} {
+		if d <= 0 {
+			bad(field, d, "must be positive")
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", c.Log.Level, "must be debug, info, warn or error")
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", c.Log.Format, "must be text or json")
+	}
+	if len(c.Backends) == 0 {
+		bad("backends", "{}", "at least one backend is required")
+	}
+	if _, ok := c.Backends[s.DefaultBackend]; s.DefaultBackend != "" && !ok {
+		bad("server.default_backend", s.DefaultBackend, "no backend of that name")
+	}
+	names := make([]string, 0, len(c.Backends))
+	for name := range c.Backends {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b := c.Backends[name]
+		f := "backends." + name + "."
+		if !validBackendName(name) {
+			bad("backends."+name, name, "a backend name is 1-64 letters, digits, '_' or '-'")
+		}
+		if !contains(BackendTypes, b.Type) {
+			bad(f+"type", strconv.Quote(b.Type), "must be one of %s", strings.Join(BackendTypes, ", "))
+		}
+		if b.DSN == "" {
+			bad(f+"dsn", `""`, "required")
+		}
+		if b.MaxConns < 1 {
+			bad(f+"max_conns", b.MaxConns, "must be at least 1")
+		}
+		if b.MinConns < 0 || b.MinConns > b.MaxConns {
+			bad(f+"min_conns", b.MinConns, "must be between 0 and max_conns (%d)", b.MaxConns)
+		}
+		if b.AcquireTimeout <= 0 {
+			bad(f+"acquire_timeout", b.AcquireTimeout, "must be positive")
+		}
+		if b.ConnectTimeout <= 0 {
+			bad(f+"connect_timeout", b.ConnectTimeout, "must be positive")
+		}
+		if b.IdleTimeout < 0 {
+			bad(f+"idle_timeout", b.IdleTimeout, "must not be negative")
+		}
+		if b.StmtCacheSize < 1 {
+			bad(f+"stmt_cache_size", b.StmtCacheSize, "must be at least 1")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SocketFileMode returns the configured socket mode as an os.FileMode.
+func (s ServerConfig) SocketFileMode() os.FileMode {
+	m, err := strconv.ParseUint(s.SocketMode, 8, 32)
+	if err != nil || s.SocketMode == "" {
+		return 0o660
+	}
+	return os.FileMode(m)
+}
+
+// AbsSocket returns the socket path made absolute against the working directory.
+func (s ServerConfig) AbsSocket() string {
+	if s.Socket == "" {
+		return ""
+	}
+	p, err := filepath.Abs(s.Socket)
+	if err != nil {
+		return s.Socket
+	}
+	return p
+}
+
+// Duration is a time.Duration written as a string ("30s", "5m") in config.
+type Duration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// String implements fmt.Stringer.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+func validBackendName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

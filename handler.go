@@ -1,0 +1,496 @@
+package tether
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tether-php/tether/internal/evloop"
+	"github.com/tether-php/tether/wire"
+)
+
+// The evloop.Handler methods below run on the event loop goroutine. They
+// answer on the loop whatever needs no backend (ping, hello, every error found
+// in the request itself) and hand backend work to a goroutine, which writes
+// its own reply: one hand-off per request at most.
+
+// OnOpen implements evloop.Handler.
+func (s *Server) OnOpen(c *evloop.Conn, tcp bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.Context = &session{conn: c, tcp: tcp, ctx: ctx, cancel: cancel, txs: map[uint64]*txState{}}
+}
+
+// OnClose implements evloop.Handler: the client is gone, so its requests are
+// canceled and its open transactions rolled back.
+func (s *Server) OnClose(c *evloop.Conn) {
+	ss := c.Context.(*session)
+	ss.cancel()
+	ss.mu.Lock()
+	ss.closed = true
+	open := make([]*txState, 0, len(ss.txs))
+	for _, t := range ss.txs {
+		open = append(open, t)
+	}
+	ss.mu.Unlock()
+	for _, t := range open {
+		s.abortTx(t, "client disconnected")
+	}
+}
+
+// OnData implements evloop.Handler: it serves every whole frame in in.
+func (s *Server) OnData(c *evloop.Conn, in []byte) int {
+	ss := c.Context.(*session)
+	used := 0
+	for used < len(in) {
+		payload, n, _, err := wire.NextFrame(in[used:], s.cfg.Server.MaxFrameBytes)
+		if errors.Is(err, wire.ErrIncomplete) {
+			return used
+		}
+		if err != nil {
+			code := CodeBadFrame
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				code = CodeTooLarge
+			}
+			s.replyErrorNow(ss, 0, Errorf(code, "%s; closing connection", err))
+			c.Close()
+			return len(in)
+		}
+		used += n
+		if !s.serveFrame(ss, payload) {
+			c.Close()
+			return len(in)
+		}
+	}
+	return used
+}
+
+var loopBuf []byte // reply scratch of the loop goroutine
+
+// replyNow writes a reply built on the loop goroutine.
+func (s *Server) replyNow(ss *session, build func(b []byte) []byte) {
+	b, start := wire.BeginFrame(loopBuf[:0])
+	b = wire.EndFrame(build(b), start)
+	ss.conn.Write(b)
+	loopBuf = b
+}
+
+func (s *Server) replyErrorNow(ss *session, id uint32, e *Error) {
+	s.replyNow(ss, func(b []byte) []byte {
+		return wire.AppendError(b, wire.Head{ID: id}, string(e.Code), e.Message, e.Retry, e.BackendCode)
+	})
+}
+
+// serveFrame decodes and dispatches one request. It returns false when the
+// connection must be closed.
+func (s *Server) serveFrame(ss *session, payload []byte) bool {
+	r := &ss.req
+	if err := wire.DecodeRequest(payload, r); err != nil {
+		var re *wire.RequestError
+		if errors.As(err, &re) && !re.Fatal {
+			s.replyErrorNow(ss, re.ID, Errorf(CodeBadRequest, "%s", re.Msg))
+			return true
+		}
+		s.replyErrorNow(ss, 0, Errorf(CodeBadFrame, "%s; closing connection", err))
+		return false
+	}
+	if !r.HasID {
+		s.replyErrorNow(ss, 0, Errorf(CodeBadRequest, "id is required"))
+		return true
+	}
+	if ss.tcp && !ss.authed {
+		if r.Op != wire.OpHello || subtle.ConstantTimeCompare([]byte(r.Token), []byte(s.cfg.Server.TCPToken)) != 1 {
+			s.replyErrorNow(ss, r.ID, Errorf(CodeUnauthorized, "a TCP client must first send hello with the server's token"))
+			return false
+		}
+		ss.authed = true
+	}
+	switch r.Op {
+	case wire.OpPing:
+		s.replyNow(ss, func(b []byte) []byte { return wire.AppendOK(b, wire.Head{ID: r.ID}) })
+	case wire.OpHello:
+		s.replyNow(ss, func(b []byte) []byte { return wire.AppendHello(b, wire.Head{ID: r.ID}) })
+	case wire.OpQuery, wire.OpExec:
+		if r.SQL == "" {
+			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs sql", r.Op))
+			return true
+		}
+		if r.Tx != 0 {
+			s.submitTxOp(ss, r)
+			return true
+		}
+		s.spawn(ss, r, s.runStatement)
+	case wire.OpBegin:
+		s.spawn(ss, r, s.runBegin)
+	case wire.OpCommit, wire.OpRollback:
+		if r.Tx == 0 {
+			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs tx", r.Op))
+			return true
+		}
+		s.submitTxOp(ss, r)
+	case wire.OpBatch:
+		if r.Ops == nil {
+			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "batch needs ops"))
+			return true
+		}
+		if s.draining.Load() {
+			s.replyErrorNow(ss, r.ID, errShuttingDown())
+			return true
+		}
+		req := *r
+		s.inflight.Add(1)
+		go s.runBatch(ss, &req, s.deadline(r.TimeoutMS))
+	default:
+		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
+	}
+	return true
+}
+
+func errShuttingDown() *Error {
+	return &Error{Code: CodeUnavailable, Message: "server is shutting down", Retry: true}
+}
+
+// backendFor resolves a request's backend name.
+func (s *Server) backendFor(name string) (Backend, string, *Error) {
+	if name == "" {
+		name = s.cfg.Server.DefaultBackend
+		if name == "" {
+			return nil, "", Errorf(CodeBadRequest, "backend is required (no default_backend configured)")
+		}
+	}
+	b, ok := s.backends[name]
+	if !ok {
+		return nil, name, Errorf(CodeUnknownBackend, "no backend named %q", name)
+	}
+	return b, name, nil
+}
+
+func (s *Server) deadline(timeoutMS uint32) time.Time {
+	if timeoutMS > 0 {
+		return time.Now().Add(time.Duration(timeoutMS) * time.Millisecond)
+	}
+	return time.Now().Add(time.Duration(s.cfg.Server.DefaultTimeout))
+}
+
+// spawn resolves the backend on the loop and runs fn on a goroutine.
+func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Request, Backend, time.Time)) {
+	b, _, e := s.backendFor(r.Backend)
+	if e != nil {
+		s.replyErrorNow(ss, r.ID, e)
+		return
+	}
+	if s.draining.Load() {
+		s.replyErrorNow(ss, r.ID, errShuttingDown())
+		return
+	}
+	req := *r // the scratch is reused for the next frame
+	deadline := s.deadline(r.TimeoutMS)
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		fn(ss, &req, b, deadline)
+	}()
+}
+
+var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// reply builds and writes a reply from a worker goroutine.
+func (s *Server) reply(ss *session, build func(b []byte) []byte) {
+	bp := replyBufs.Get().(*[]byte)
+	b, start := wire.BeginFrame((*bp)[:0])
+	b = wire.EndFrame(build(b), start)
+	ss.conn.Write(b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		replyBufs.Put(bp)
+	}
+}
+
+// appendOutcome appends the reply for one statement's outcome.
+func (s *Server) appendOutcome(b []byte, h wire.Head, op wire.Op, res *Result, err error) []byte {
+	if err != nil {
+		return appendErr(b, h, AsError(err))
+	}
+	if op == wire.OpExec {
+		return wire.AppendExec(b, h, res.Affected, res.InsertID)
+	}
+	start := len(b)
+	b, encErr := wire.AppendRows(b, h, res.Columns, res.Rows)
+	if encErr != nil {
+		s.log.Error("encode result", "err", encErr)
+		return appendErr(b[:start], h, Errorf(CodeInternal, "%s", encErr))
+	}
+	if len(b)-start > s.cfg.Server.MaxResultBytes {
+		return appendErr(b[:start], h, Errorf(CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(b)-start, s.cfg.Server.MaxResultBytes))
+	}
+	return b
+}
+
+func appendErr(b []byte, h wire.Head, e *Error) []byte {
+	return wire.AppendError(b, h, string(e.Code), e.Message, e.Retry, e.BackendCode)
+}
+
+// classify turns a failed call into the error to send: a deadline that passed
+// is a timeout whatever the driver made of the cancellation.
+func classify(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var te *Error
+		if errors.As(err, &te) && te.Code == CodeBusy {
+			return err // the wait for a connection timed out: nothing ran
+		}
+		return &Error{Code: CodeTimeout, Message: "deadline exceeded; the statement may or may not have run", Err: err}
+	}
+	return err
+}
+
+func (s *Server) statement(r *wire.Request) Statement {
+	return Statement{SQL: r.SQL, Params: r.Params, MaxBytes: s.cfg.Server.MaxResultBytes}
+}
+
+func (s *Server) runStatement(ss *session, r *wire.Request, b Backend, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+	res, err := s.execute(ctx, b, nil, r.Op, s.statement(r))
+	err = classify(ctx, err)
+	cancel()
+	s.logFailure(r, err)
+	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r.Op, res, err) })
+}
+
+func (s *Server) execute(ctx context.Context, b Backend, tx Tx, op wire.Op, st Statement) (*Result, error) {
+	switch {
+	case tx != nil && op == wire.OpExec:
+		return tx.Exec(ctx, st)
+	case tx != nil:
+		return tx.Query(ctx, st)
+	case op == wire.OpExec:
+		return b.Exec(ctx, st)
+	default:
+		return b.Query(ctx, st)
+	}
+}
+
+func (s *Server) logFailure(r *wire.Request, err error) {
+	if err == nil {
+		return
+	}
+	if te := AsError(err); te.Code == CodeInternal {
+		s.log.Error("request failed", "op", r.Op.String(), "backend", r.Backend, "err", err)
+	} else {
+		s.log.Debug("request failed", "op", r.Op.String(), "backend", r.Backend, "code", te.Code, "err", err)
+	}
+}
+
+func (s *Server) runBegin(ss *session, r *wire.Request, b Backend, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+	tx, err := b.Begin(ctx)
+	err = classify(ctx, err)
+	cancel()
+	if err != nil {
+		s.logFailure(r, err)
+		s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: r.ID}, AsError(err)) })
+		return
+	}
+	t := &txState{id: s.nextTx.Add(1), backend: r.Backend, owner: ss, tx: tx, lastUsed: time.Now()}
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		s.rollbackDetached(t, "client disconnected")
+		return
+	}
+	ss.txs[t.id] = t
+	ss.mu.Unlock()
+	s.txMu.Lock()
+	s.txs[t.id] = t
+	s.txMu.Unlock()
+	s.reply(ss, func(buf []byte) []byte { return wire.AppendTx(buf, wire.Head{ID: r.ID}, t.id) })
+}
+
+// submitTxOp queues a query, exec, commit or rollback on its transaction.
+func (s *Server) submitTxOp(ss *session, r *wire.Request) {
+	t, e := ss.lookupTx(r.Tx)
+	if e != nil {
+		s.replyErrorNow(ss, r.ID, e)
+		return
+	}
+	req := *r
+	deadline := s.deadline(r.TimeoutMS)
+	t.submit(s, func() {
+		if e := t.endedErr(); e != nil {
+			s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: req.ID}, e) })
+			return
+		}
+		ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+		defer cancel()
+		switch req.Op {
+		case wire.OpCommit, wire.OpRollback:
+			var err error
+			if req.Op == wire.OpCommit {
+				err = t.tx.Commit(ctx)
+			} else {
+				err = t.tx.Rollback(ctx)
+			}
+			err = classify(ctx, err)
+			s.endTx(t, nil)
+			s.logFailure(&req, err)
+			s.reply(ss, func(buf []byte) []byte {
+				if err != nil {
+					return appendErr(buf, wire.Head{ID: req.ID}, AsError(err))
+				}
+				return wire.AppendOK(buf, wire.Head{ID: req.ID})
+			})
+		default:
+			res, err := s.execute(ctx, nil, t.tx, req.Op, s.statement(&req))
+			err = classify(ctx, err)
+			s.logFailure(&req, err)
+			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, req.Op, res, err) })
+		}
+	})
+}
+
+// endTx forgets a finished transaction. why, when not nil, is remembered for
+// the owner's later requests on the handle.
+func (s *Server) endTx(t *txState, why *Error) {
+	t.mu.Lock()
+	if t.ended == nil {
+		t.ended = why
+		if why == nil {
+			t.ended = Errorf(CodeUnknownTx, "transaction %d is already finished", t.id)
+		}
+	}
+	t.mu.Unlock()
+	s.txMu.Lock()
+	delete(s.txs, t.id)
+	s.txMu.Unlock()
+	ss := t.owner
+	ss.mu.Lock()
+	delete(ss.txs, t.id)
+	if why != nil {
+		if ss.aborted == nil || len(ss.aborted) >= maxAbortedRemembered {
+			ss.aborted = map[uint64]string{}
+		}
+		ss.aborted[t.id] = why.Message
+	}
+	ss.mu.Unlock()
+}
+
+// abortTx rolls t back on the server's initiative, after whatever is already
+// queued on it; the owner's later requests on it get tx_aborted.
+func (s *Server) abortTx(t *txState, why string) {
+	t.submit(s, func() {
+		if t.endedErr() != nil {
+			return
+		}
+		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+		s.rollbackDetached(t, why)
+	})
+}
+
+// rollbackDetached rolls back a transaction no client waits for.
+func (s *Server) rollbackDetached(t *txState, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, ErrTxDone) {
+		s.log.Warn("roll back abandoned transaction", "tx", t.id, "why", why, "err", err)
+		return
+	}
+	s.log.Info("rolled back abandoned transaction", "tx", t.id, "backend", t.backend, "why", why)
+}
+
+// reapIdleTransactions rolls back transactions idle past tx_idle_timeout.
+func (s *Server) reapIdleTransactions() {
+	defer close(s.reaperDone)
+	idle := time.Duration(s.cfg.Server.TxIdleTimeout)
+	tick := min(idle/4, time.Second)
+	if tick < 10*time.Millisecond {
+		tick = 10 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.reaperStop:
+			return
+		case now := <-t.C:
+			var stale []*txState
+			s.txMu.Lock()
+			for _, tx := range s.txs {
+				if tx.idleSince(now.Add(-idle)) {
+					stale = append(stale, tx)
+				}
+			}
+			s.txMu.Unlock()
+			for _, tx := range stale {
+				s.abortTx(tx, "idle longer than tx_idle_timeout ("+idle.String()+")")
+			}
+		}
+	}
+}
+
+// runBatch runs a batch's operations concurrently and answers once, in order.
+func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
+	defer s.inflight.Done()
+	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+	defer cancel()
+	type outcome struct {
+		res *Result
+		err error
+	}
+	out := make([]outcome, len(r.Ops))
+	var wg sync.WaitGroup
+	for i := range r.Ops {
+		op := &r.Ops[i]
+		switch op.Op {
+		case wire.OpPing:
+			out[i].res = &Result{}
+			continue
+		case wire.OpQuery, wire.OpExec:
+		case wire.OpUnknown:
+			out[i].err = Errorf(CodeUnknownOp, "unknown op %q", op.OpName)
+			continue
+		default:
+			out[i].err = Errorf(CodeBadRequest, "op %s is not allowed in a batch", op.Op)
+			continue
+		}
+		if op.SQL == "" || op.Tx != 0 {
+			out[i].err = Errorf(CodeBadRequest, "a batch %s needs sql and no tx", op.Op)
+			continue
+		}
+		b, _, e := s.backendFor(op.Backend)
+		if e != nil {
+			out[i].err = e
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			octx := ctx
+			if op.TimeoutMS > 0 {
+				var ocancel context.CancelFunc
+				octx, ocancel = context.WithTimeout(ctx, time.Duration(op.TimeoutMS)*time.Millisecond)
+				defer ocancel()
+			}
+			res, err := s.execute(octx, b, nil, op.Op, s.statement(op))
+			out[i] = outcome{res, classify(octx, err)}
+		}()
+	}
+	wg.Wait()
+	s.reply(ss, func(buf []byte) []byte {
+		start := len(buf)
+		buf = wire.AppendBatchHead(buf, wire.Head{ID: r.ID}, len(out))
+		for i, o := range out {
+			if r.Ops[i].Op == wire.OpPing && o.err == nil {
+				buf = wire.AppendOK(buf, wire.Head{Nested: true})
+				continue
+			}
+			buf = s.appendOutcome(buf, wire.Head{Nested: true}, r.Ops[i].Op, o.res, o.err)
+		}
+		if len(buf)-start > s.cfg.Server.MaxResultBytes {
+			buf = appendErr(buf[:start], wire.Head{ID: r.ID}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
+		}
+		return buf
+	})
+}

@@ -1,0 +1,249 @@
+package tether
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-php/tether/internal/evloop"
+)
+
+// Server is tetherd: it owns the backends, the listeners and the event loop,
+// and the sessions of the clients connected to it.
+//
+// Lifecycle:
+//  1. NewServer checks nothing and starts nothing.
+//  2. Open opens every backend (in parallel) and only then creates the
+//     listeners, so a socket that exists is a server that is ready.
+//  3. Serve runs the event loop until Shutdown.
+//  4. Shutdown stops accepting, lets in-flight requests finish within the
+//     grace period, rolls back open transactions, closes connections and
+//     backends.
+type Server struct {
+	cfg      Config
+	backends map[string]Backend
+	log      *slog.Logger
+	loop     *evloop.Loop
+
+	inflight sync.WaitGroup // requests handed to goroutines
+	draining atomic.Bool
+	nextTx   atomic.Uint64
+
+	txMu sync.Mutex
+	txs  map[uint64]*txState // every open transaction, for the idle reaper
+
+	reaperStop chan struct{}
+	reaperDone chan struct{}
+}
+
+// NewServer returns a server for cfg serving the given backends, keyed by the
+// names in cfg.Backends. cfg must have been validated.
+func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}}
+}
+
+// Open connects every backend, then listens. It returns an error, having closed
+// whatever it opened, if any backend cannot be reached or a listener cannot be
+// created.
+func (s *Server) Open(ctx context.Context) error {
+	if err := s.openBackends(ctx); err != nil {
+		return err
+	}
+	loop, err := evloop.New(s, s.cfg.Server.MaxResultBytes*2+s.cfg.Server.MaxFrameBytes)
+	if err != nil {
+		s.closeBackends(ctx)
+		return fmt.Errorf("create event loop: %w", err)
+	}
+	s.loop = loop
+	if err := s.listen(); err != nil {
+		loop.Stop()
+		go loop.Run() // Run closes the listeners already added
+		<-loop.Done()
+		s.closeBackends(ctx)
+		return err
+	}
+	s.reaperStop, s.reaperDone = make(chan struct{}), make(chan struct{})
+	go s.reapIdleTransactions()
+	return nil
+}
+
+func (s *Server) openBackends(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 0, len(s.backends))
+	var mu sync.Mutex
+	for name, b := range s.backends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			if err := b.Open(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("open backend %s: %w", name, err))
+				mu.Unlock()
+				return
+			}
+			s.log.Info("backend ready", "backend", name, "type", s.cfg.Backends[name].Type,
+				"took", time.Since(start).Round(time.Millisecond))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		s.closeBackends(ctx)
+		return err
+	}
+	return nil
+}
+
+func (s *Server) listen() error {
+	sc := s.cfg.Server
+	if sc.Socket != "" {
+		ln, err := listenUnix(sc.Socket, sc.SocketFileMode(), sc.SocketGroup)
+		if err != nil {
+			return err
+		}
+		if err := s.loop.AddListener(ln); err != nil {
+			ln.Close()
+			return err
+		}
+		s.log.Info("listening", "socket", sc.AbsSocket())
+	}
+	if sc.TCPListen != "" {
+		if !isLoopbackAddr(sc.TCPListen) {
+			return fmt.Errorf("listen tcp %s: plaintext TCP is only allowed on loopback", sc.TCPListen)
+		}
+		ln, err := net.Listen("tcp", sc.TCPListen)
+		if err != nil {
+			return fmt.Errorf("listen tcp %s: %w", sc.TCPListen, err)
+		}
+		if err := s.loop.AddListener(ln); err != nil {
+			ln.Close()
+			return err
+		}
+		s.log.Info("listening", "tcp", ln.Addr().String())
+	}
+	return nil
+}
+
+// listenUnix listens on path, removing an old file there only if it is a
+// socket, and sets the socket's mode and group.
+func listenUnix(path string, mode os.FileMode, group string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("listen unix %s: path exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove old socket %s: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket %s: %w", path, err)
+	}
+	if group != "" {
+		gid, err := lookupGroup(group)
+		if err == nil {
+			err = os.Chown(path, -1, gid)
+		}
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("chgrp socket %s to %s: %w", path, group, err)
+		}
+	}
+	return ln, nil
+}
+
+func lookupGroup(group string) (int, error) {
+	if gid, err := strconv.Atoi(group); err == nil {
+		return gid, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+// Serve runs the event loop until Shutdown has finished with it.
+func (s *Server) Serve() error {
+	return s.loop.Run()
+}
+
+// Shutdown drains the server: it stops accepting connections and new work
+// (requests on open transactions are still served so that they can finish),
+// waits for in-flight requests until ctx is done, rolls back every open
+// transaction, closes all connections and then the backends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.loop.StopAccepting()
+	s.log.Info("draining", "in_flight_grace", time.Until(deadlineOr(ctx, time.Now())).Round(time.Millisecond))
+
+	idle := make(chan struct{})
+	go func() { s.inflight.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		s.log.Warn("grace period over with requests in flight")
+	}
+
+	// Whatever transactions are still open now are rolled back.
+	s.txMu.Lock()
+	open := make([]*txState, 0, len(s.txs))
+	for _, t := range s.txs {
+		open = append(open, t)
+	}
+	s.txMu.Unlock()
+	for _, t := range open {
+		s.abortTx(t, "server shutting down")
+	}
+	rolled := make(chan struct{})
+	go func() { s.inflight.Wait(); close(rolled) }()
+	select {
+	case <-rolled:
+	case <-time.After(5 * time.Second):
+	}
+	if len(open) > 0 {
+		s.log.Info("rolled back open transactions", "count", len(open))
+	}
+
+	s.loop.Stop()
+	<-s.loop.Done()
+	if s.reaperStop != nil {
+		close(s.reaperStop)
+		<-s.reaperDone
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.closeBackends(cctx)
+}
+
+func (s *Server) closeBackends(ctx context.Context) error {
+	var errs []error
+	for name, b := range s.backends {
+		if err := b.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close backend %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func deadlineOr(ctx context.Context, t time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return t
+}

@@ -1,0 +1,202 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tinylib/msgp/msgp"
+)
+
+// Head starts a reply map. A top-level reply carries the request id; an element
+// of a batch's results has no id (Nested).
+type Head struct {
+	ID     uint32
+	Nested bool
+}
+
+func (h Head) open(b []byte, fields uint32) []byte {
+	if h.Nested {
+		if fields == 0 {
+			// A batch element always has a field: ext-msgpack turns an empty
+			// map into a PHP object, not an array.
+			b = msgp.AppendMapHeader(b, 1)
+			b = msgp.AppendString(b, "ok")
+			return msgp.AppendBool(b, true)
+		}
+		return msgp.AppendMapHeader(b, fields)
+	}
+	b = msgp.AppendMapHeader(b, fields+1)
+	b = msgp.AppendString(b, "id")
+	return msgp.AppendUint32(b, h.ID)
+}
+
+// AppendOK appends a reply with no result fields (ping, commit, rollback).
+func AppendOK(b []byte, h Head) []byte { return h.open(b, 0) }
+
+// AppendHello appends the reply to hello.
+func AppendHello(b []byte, h Head) []byte {
+	b = h.open(b, 2)
+	b = msgp.AppendString(b, "server")
+	b = msgp.AppendString(b, "tetherd")
+	b = msgp.AppendString(b, "protocol")
+	return msgp.AppendInt(b, Version)
+}
+
+// AppendTx appends the reply to begin.
+func AppendTx(b []byte, h Head, tx uint64) []byte {
+	b = h.open(b, 1)
+	b = msgp.AppendString(b, "tx")
+	return msgp.AppendUint64(b, tx)
+}
+
+// AppendExec appends the reply to exec.
+func AppendExec(b []byte, h Head, affected, insertID int64) []byte {
+	b = h.open(b, 2)
+	b = msgp.AppendString(b, "affected")
+	b = appendInt(b, affected)
+	b = msgp.AppendString(b, "insert_id")
+	return appendInt(b, insertID)
+}
+
+// AppendRows appends the reply to query. Values must be of the kinds that
+// AppendValue knows; it returns an error naming the first that is not.
+func AppendRows(b []byte, h Head, columns []string, rows [][]any) ([]byte, error) {
+	b = h.open(b, 2)
+	b = msgp.AppendString(b, "columns")
+	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
+	for _, c := range columns {
+		b = msgp.AppendString(b, c)
+	}
+	b = msgp.AppendString(b, "rows")
+	b = msgp.AppendArrayHeader(b, uint32(len(rows)))
+	for _, row := range rows {
+		b = msgp.AppendArrayHeader(b, uint32(len(row)))
+		for _, v := range row {
+			if !isValue(v) {
+				return b, fmt.Errorf("encode row: unsupported value type %T", v)
+			}
+			b = AppendValue(b, v)
+		}
+	}
+	return b, nil
+}
+
+// AppendError appends an error reply.
+func AppendError(b []byte, h Head, code, message string, retry bool, backendCode string) []byte {
+	b = h.open(b, 1)
+	b = msgp.AppendString(b, "error")
+	fields := uint32(3)
+	if backendCode != "" {
+		fields++
+	}
+	b = msgp.AppendMapHeader(b, fields)
+	b = msgp.AppendString(b, "code")
+	b = msgp.AppendString(b, code)
+	b = msgp.AppendString(b, "message")
+	b = msgp.AppendString(b, message)
+	b = msgp.AppendString(b, "retry")
+	b = msgp.AppendBool(b, retry)
+	if backendCode != "" {
+		b = msgp.AppendString(b, "backend_code")
+		b = msgp.AppendString(b, backendCode)
+	}
+	return b
+}
+
+// AppendBatchHead appends the start of a batch reply; the n results follow,
+// each appended with a Nested head.
+func AppendBatchHead(b []byte, h Head, n int) []byte {
+	b = h.open(b, 1)
+	b = msgp.AppendString(b, "results")
+	return msgp.AppendArrayHeader(b, uint32(n))
+}
+
+func isValue(v any) bool {
+	switch v.(type) {
+	case nil, bool, int64, uint64, float64, string, []byte, int, int32, float32, time.Time:
+		return true
+	}
+	return false
+}
+
+// AppendValue appends one scalar value: nil, bool, signed and unsigned integers
+// (non-negative ones in their shortest unsigned form, as PHP writes them),
+// floats (as float64), string (str) and []byte (bin). Other types are appended
+// as nil; callers check with isValue first where that matters.
+func AppendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return msgp.AppendNil(b)
+	case bool:
+		return msgp.AppendBool(b, x)
+	case int64:
+		return appendInt(b, x)
+	case int:
+		return appendInt(b, int64(x))
+	case int32:
+		return appendInt(b, int64(x))
+	case uint64:
+		return msgp.AppendUint64(b, x)
+	case float64:
+		return msgp.AppendFloat64(b, x)
+	case float32:
+		return msgp.AppendFloat64(b, float64(x))
+	case string:
+		return msgp.AppendString(b, x)
+	case []byte:
+		return msgp.AppendBytes(b, x)
+	case time.Time:
+		return msgp.AppendString(b, x.Format(time.RFC3339Nano))
+	}
+	return msgp.AppendNil(b)
+}
+
+func appendInt(b []byte, v int64) []byte {
+	if v >= 0 {
+		return msgp.AppendUint64(b, uint64(v))
+	}
+	return msgp.AppendInt64(b, v)
+}
+
+// Reply is a decoded reply, for clients and tests.
+type Reply struct {
+	ID     uint32
+	Fields map[string]any // every field but id, as msgp decodes them
+}
+
+// Error returns the reply's error map, or nil on success.
+func (r *Reply) Error() map[string]any {
+	e, _ := r.Fields["error"].(map[string]any)
+	return e
+}
+
+// DecodeReply decodes a reply payload.
+func DecodeReply(payload []byte) (*Reply, error) {
+	v, rest, err := msgp.ReadIntfBytes(payload)
+	if err != nil {
+		return nil, fmt.Errorf("decode reply: %w", err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("decode reply: %d trailing bytes", len(rest))
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("decode reply: payload is %T, not a map", v)
+	}
+	r := &Reply{Fields: m}
+	if id, ok := m["id"]; ok {
+		switch x := id.(type) {
+		case uint64:
+			if x <= math.MaxUint32 {
+				r.ID = uint32(x)
+			}
+		case int64:
+			if x >= 0 && x <= math.MaxUint32 {
+				r.ID = uint32(x)
+			}
+		}
+		delete(m, "id")
+	}
+	return r, nil
+}
