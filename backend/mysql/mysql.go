@@ -95,7 +95,7 @@ func (dialect) ClassifyError(err error) *tether.Error {
 		dial := oe != nil && oe.Op == "dial"
 		return &tether.Error{Code: tether.CodeUnavailable, Message: "mysql: " + err.Error(), Retry: dial, Err: tether.ErrUnavailable}
 	}
-	return nil
+	return sqldb.ClassifyIOError("mysql", err)
 }
 
 // ChangesSession implements sqldb.Dialect. MySQL has no statement that resets

@@ -36,7 +36,7 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	pc.StatementCacheCapacity = 0
 	pc.DescriptionCacheCapacity = 0
 	return &Backend{DB: sqldb.New(dialect{}, cfg, func() (*sql.DB, error) {
-		return stdlib.OpenDB(*pc), nil
+		return stdlib.OpenDB(*pc, stdlib.OptionAfterConnect(registerCoercions)), nil
 	})}, nil
 }
 
@@ -90,7 +90,7 @@ func (dialect) ClassifyError(err error) *tether.Error {
 	if pgconn.SafeToRetry(err) {
 		return &tether.Error{Code: tether.CodeUnavailable, Message: "postgres: " + err.Error(), Retry: true, Err: tether.ErrUnavailable}
 	}
-	return nil
+	return sqldb.ClassifyIOError("postgres", err)
 }
 
 // ChangesSession implements sqldb.Dialect: SET (but not SET LOCAL, which ends

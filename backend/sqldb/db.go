@@ -67,11 +67,22 @@ func (d *DB) Open(ctx context.Context) error {
 	defer cancel()
 	if err := d.warm(cctx, max(d.cfg.MinConns, 1)); err != nil {
 		db.Close()
-		return err
+		return unavailable(d.dialect.Name(), err)
 	}
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	go d.keepMinConns()
 	return nil
+}
+
+// unavailable wraps a failure to connect as an unavailable error, keeping the
+// backend's code when it gave one (bad credentials, too many connections).
+func unavailable(name string, err error) error {
+	e := &tether.Error{Code: tether.CodeUnavailable, Retry: true, Err: err, Message: fmt.Sprintf("connect %s: %v", name, err)}
+	var te *tether.Error
+	if errors.As(err, &te) {
+		e.BackendCode = te.BackendCode
+	}
+	return e
 }
 
 // warm makes sure at least n connections are open, dialling them in parallel.
@@ -237,6 +248,9 @@ func discard(c *sql.Conn) {
 }
 
 func (d *DB) runStmt(ctx context.Context, st *sql.Stmt, s tether.Statement, exec bool) (*tether.Result, error) {
+	if pb, ok := d.dialect.(ParamBinder); ok {
+		s.Params = pb.BindParams(s.Params)
+	}
 	if exec {
 		r, err := st.ExecContext(ctx, s.Params...)
 		if err != nil {

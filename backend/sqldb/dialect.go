@@ -7,6 +7,9 @@ package sqldb
 
 import (
 	"database/sql"
+	"errors"
+	"io"
+	"net"
 
 	tether "github.com/tether-php/tether"
 )
@@ -32,5 +35,22 @@ type Dialect interface {
 	ChangesSession(sql string) bool
 }
 
+// ParamBinder is implemented by a Dialect that rewrites parameters before
+// they are bound (PostgreSQL: binary strings to bytes).
+type ParamBinder interface {
+	BindParams(params []any) []any
+}
+
 // Opener opens the *sql.DB of a backend. It must not connect yet.
 type Opener func() (*sql.DB, error)
+
+// ClassifyIOError maps a connection that broke under a statement (EOF, reset,
+// network error) to unavailable. It is not retryable: the statement may have
+// run. It returns nil for any other error.
+func ClassifyIOError(backend string, err error) *tether.Error {
+	var ne net.Error
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) {
+		return &tether.Error{Code: tether.CodeUnavailable, Message: backend + ": connection lost: " + err.Error(), Err: tether.ErrUnavailable}
+	}
+	return nil
+}

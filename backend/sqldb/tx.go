@@ -32,13 +32,20 @@ func (t *Tx) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Re
 	if t.db.dialect.ChangesSession(s.SQL) {
 		t.dirty = true
 	}
-	st, err := t.db.stmt(ctx, s.SQL)
-	if err != nil {
-		return nil, t.db.wrap(err)
+	// A cached statement is reused if it is already prepared on this
+	// connection, and prepared there (for later reuse) if not. A statement not
+	// in the cache is prepared on the transaction's own connection: preparing
+	// it for the cache would need a second connection, which a full pool may
+	// not have.
+	var txst *sql.Stmt
+	if st, ok := t.db.stmts.Get(s.SQL); ok {
+		txst = t.tx.StmtContext(ctx, st)
+	} else {
+		var err error
+		if txst, err = t.tx.PrepareContext(ctx, s.SQL); err != nil {
+			return nil, t.db.wrap(err)
+		}
 	}
-	// StmtContext reuses the statement if it is already prepared on this
-	// connection, and prepares it there (for later reuse) if not.
-	txst := t.tx.StmtContext(ctx, st)
 	defer txst.Close()
 	res, err := t.db.runStmt(ctx, txst, s, exec)
 	return res, t.db.wrap(err)

@@ -1,0 +1,75 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/backendtest"
+	"github.com/tether-php/tether/backend/mysql"
+)
+
+// TestBackend runs the shared suite against the real MariaDB/MySQL server
+// named by TETHER_TEST_MYSQL_DSN (and, for the fault tests, reachable over TCP
+// at TETHER_TEST_MYSQL_ADDR).
+func TestBackend(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
+	addr := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_ADDR")
+	newBackend := func(t *testing.T, cfg tether.BackendConfig) tether.Backend {
+		b, err := mysql.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	backendtest.Run(t, &backendtest.Suite{
+		Dialect: backendtest.Dialect{
+			Placeholder: func(int) string { return "?" },
+			BigInt:      "BIGINT", Float: "DOUBLE", Text: "TEXT", Blob: "BLOB", Decimal: "DECIMAL(10,2)",
+			Date: "DATE", DateTime: "DATETIME", Bool: "BOOLEAN",
+			DecimalExact: true, BoolIsInt: true, HasInsertID: true,
+			AutoID:     "BIGINT AUTO_INCREMENT PRIMARY KEY",
+			Sleep:      func(s int) string { return fmt.Sprintf("SELECT SLEEP(%d)", s) },
+			SetSession: "SET time_zone = '+05:00'", ReadSession: "SELECT @@session.time_zone", SessionLeaked: "+05:00",
+			CreateTemp: "CREATE TEMPORARY TABLE tmp_leak (id INT)",
+		},
+		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
+		New:    newBackend,
+		ProxiedConfig: func(t *testing.T, via string) (tether.BackendConfig, string) {
+			mc, err := gomysql.ParseDSN(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mc.Net, mc.Addr = "tcp", via
+			return tether.DefaultBackendConfig("mysql", mc.FormatDSN()), addr
+		},
+		KillConnections: func(ctx context.Context, b tether.Backend) error {
+			r, err := b.Query(ctx, tether.Statement{SQL: "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = CURRENT_USER() OR USER = SUBSTRING_INDEX(USER(), '@', 1)"})
+			if err != nil {
+				return err
+			}
+			self, err := b.Query(ctx, tether.Statement{SQL: "SELECT CONNECTION_ID()"})
+			if err != nil {
+				return err
+			}
+			var killed []string
+			for _, row := range r.Rows {
+				if fmt.Sprint(row[0]) == fmt.Sprint(self.Rows[0][0]) {
+					continue
+				}
+				if _, err := b.Exec(ctx, tether.Statement{SQL: fmt.Sprintf("KILL %d", row[0])}); err == nil {
+					killed = append(killed, fmt.Sprint(row[0]))
+				}
+			}
+			if len(killed) == 0 {
+				return fmt.Errorf("killed no connection (saw %v)", r.Rows)
+			}
+			_ = strings.Join(killed, ",")
+			return nil
+		},
+	})
+}
