@@ -66,14 +66,14 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 	return used
 }
 
-var loopBuf []byte // reply scratch of the loop goroutine
-
 // replyNow writes a reply built on the loop goroutine.
 func (s *Server) replyNow(ss *session, build func(b []byte) []byte) {
-	b, start := wire.BeginFrame(loopBuf[:0])
+	b, start := wire.BeginFrame(s.loopBuf[:0])
 	b = wire.EndFrame(build(b), start)
 	ss.conn.Write(b)
-	loopBuf = b
+	if cap(b) <= 1<<20 {
+		s.loopBuf = b
+	}
 }
 
 func (s *Server) replyErrorNow(ss *session, id uint32, e *Error) {

@@ -33,7 +33,8 @@ type Server struct {
 	log      *slog.Logger
 	loop     *evloop.Loop
 
-	inflight sync.WaitGroup // requests handed to goroutines
+	inflight inflight // requests handed to goroutines
+	loopBuf  []byte   // reply scratch of the event loop goroutine
 	draining atomic.Bool
 	nextTx   atomic.Uint64
 
@@ -42,7 +43,12 @@ type Server struct {
 
 	reaperStop chan struct{}
 	reaperDone chan struct{}
+
+	tcpAddr string // the TCP listener's address, once listening
 }
+
+// TCPAddr returns the address the TCP listener is bound to, or "" without one.
+func (s *Server) TCPAddr() string { return s.tcpAddr }
 
 // NewServer returns a server for cfg serving the given backends, keyed by the
 // names in cfg.Backends. cfg must have been validated.
@@ -130,7 +136,8 @@ func (s *Server) listen() error {
 			ln.Close()
 			return err
 		}
-		s.log.Info("listening", "tcp", ln.Addr().String())
+		s.tcpAddr = ln.Addr().String()
+		s.log.Info("listening", "tcp", s.tcpAddr)
 	}
 	return nil
 }
@@ -192,12 +199,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.loop.StopAccepting()
 	s.log.Info("draining", "in_flight_grace", time.Until(deadlineOr(ctx, time.Now())).Round(time.Millisecond))
 
-	idle := make(chan struct{})
-	go func() { s.inflight.Wait(); close(idle) }()
-	select {
-	case <-idle:
-	case <-ctx.Done():
-		s.log.Warn("grace period over with requests in flight")
+	if !s.inflight.waitZero(ctx) {
+		s.log.Warn("grace period over with requests in flight", "in_flight", s.inflight.n.Load())
 	}
 
 	// Whatever transactions are still open now are rolled back.
@@ -210,12 +213,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, t := range open {
 		s.abortTx(t, "server shutting down")
 	}
-	rolled := make(chan struct{})
-	go func() { s.inflight.Wait(); close(rolled) }()
-	select {
-	case <-rolled:
-	case <-time.After(5 * time.Second):
-	}
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.inflight.waitZero(rctx)
+	cancel()
 	if len(open) > 0 {
 		s.log.Info("rolled back open transactions", "count", len(open))
 	}
@@ -246,4 +246,27 @@ func deadlineOr(ctx context.Context, t time.Time) time.Time {
 		return d
 	}
 	return t
+}
+
+// inflight counts requests handed to goroutines. Unlike a sync.WaitGroup it
+// may be incremented while a drain waits for it to reach zero: requests on
+// open transactions are still admitted while draining.
+type inflight struct{ n atomic.Int64 }
+
+func (f *inflight) Add(d int) { f.n.Add(int64(d)) }
+func (f *inflight) Done()     { f.n.Add(-1) }
+
+// waitZero polls until nothing is in flight or ctx is done; it reports
+// whether nothing was.
+func (f *inflight) waitZero(ctx context.Context) bool {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for f.n.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
