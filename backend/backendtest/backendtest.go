@@ -223,24 +223,31 @@ func Run(t *testing.T, s *Suite) {
 
 	t.Run("LooseParams", func(t *testing.T) {
 		// What a PHP client sends: ext-msgpack has no binary type, so binary
-		// data arrives as a string; ids arrive as ints or numeric strings
-		// whatever the column type. (Binary strings here are not valid UTF-8,
-		// as binary data almost never is; see docs/protocol.md on PostgreSQL.)
+		// data arrives as a string, valid UTF-8 or not; ids arrive as ints or
+		// numeric strings whatever the column type.
 		b := s.open(t, nil)
 		tbl := table("loose")
-		mustExec(t, b, fmt.Sprintf("CREATE TABLE %s (v_bl %s, v_s %s, v_i %s)", tbl, d.Blob, d.Text, d.BigInt))
+		mustExec(t, b, fmt.Sprintf("CREATE TABLE %s (k %s, v_bl %s, v_s %s, v_i %s)", tbl, d.BigInt, d.Blob, d.Text, d.BigInt))
 		t.Cleanup(func() { b.Exec(context.Background(), tether.Statement{SQL: "DROP TABLE " + tbl}) })
-		bin := "\x00\xff\\x41'\""
-		mustExec(t, b, fmt.Sprintf("INSERT INTO %s VALUES (%s, %s, %s)", tbl, p(1), p(2), p(3)), bin, int64(42), "17")
-		r := mustQuery(t, b, fmt.Sprintf("SELECT v_bl, v_s, v_i FROM %s WHERE v_i = %s", tbl, p(1)), "17").Rows
-		if len(r) != 1 {
-			t.Fatalf("rows %v", r)
+		binaries := []string{"\x00\xff\\x41'\"", "\x00", "a\\b", "\\x41", "plain", "caf\u00e9", "\xff"}
+		texts := []string{"back\\slash", `{"a":"x\"y\\z\n"}`, "it's", ""}
+		for i, bin := range binaries {
+			text := texts[i%len(texts)]
+			mustExec(t, b, fmt.Sprintf("INSERT INTO %s VALUES (%s, %s, %s, %s)", tbl, p(1), p(2), p(3), p(4)), int64(i), bin, text, "17")
+			r := mustQuery(t, b, fmt.Sprintf("SELECT v_bl, v_s, v_i FROM %s WHERE k = %s AND v_i = %s", tbl, p(1), p(2)), fmt.Sprint(i), "17").Rows
+			if len(r) != 1 {
+				t.Fatalf("value %d: rows %v", i, r)
+			}
+			if got := fmt.Sprintf("%s", r[0][0]); got != bin {
+				t.Errorf("binary string %q came back as %q", bin, got)
+			}
+			if r[0][1] != text || r[0][2] != int64(17) {
+				t.Errorf("text %q came back as %#v, numeric string as %#v", text, r[0][1], r[0][2])
+			}
 		}
-		if got := fmt.Sprintf("%s", r[0][0]); got != bin {
-			t.Errorf("binary string: got %q, want %q", got, bin)
-		}
-		if r[0][1] != "42" || r[0][2] != int64(17) {
-			t.Errorf("loose scalars: %#v %#v", r[0][1], r[0][2])
+		mustExec(t, b, fmt.Sprintf("UPDATE %s SET v_s = %s", tbl, p(1)), int64(42))
+		if got := mustQuery(t, b, fmt.Sprintf("SELECT v_s FROM %s WHERE k = 0", tbl)).Rows[0][0]; got != "42" {
+			t.Errorf("int bound to text: %#v", got)
 		}
 	})
 

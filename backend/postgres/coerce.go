@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -93,12 +94,17 @@ func scalarToBool(v any) (any, bool) {
 	return nil, false
 }
 
-// BindParams implements sqldb.ParamBinder: a string that is not valid UTF-8
-// cannot be PostgreSQL text, so it is binary data from a client that has no
-// binary type (PHP): it is bound as bytes, which bytea takes as they are.
+// BindParams implements sqldb.ParamBinder. pgx sends every Go string in text
+// format, and PostgreSQL's text input for bytea treats a backslash as an
+// escape and cannot carry NUL, so binary data from a client without a binary
+// type (PHP) would be refused or silently changed. A string that is not valid
+// UTF-8, or holds a NUL or a backslash, is therefore bound as bytes: bytea
+// takes them as they are, and text-like types (text, varchar, json) receive
+// the same bytes a string would have sent. Other strings stay strings, whose
+// bytea text input is the bytes themselves.
 func (dialect) BindParams(params []any) []any {
 	for i, p := range params {
-		if s, ok := p.(string); ok && !utf8.ValidString(s) {
+		if s, ok := p.(string); ok && (strings.ContainsAny(s, "\\\x00") || !utf8.ValidString(s)) {
 			params[i] = []byte(s)
 		}
 	}
