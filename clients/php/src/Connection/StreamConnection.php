@@ -1,0 +1,439 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Connection;
+
+use Tether\Exception\LogicException;
+use Tether\Protocol\Request;
+use Tether\Server\ServerException;
+
+/**
+ * StreamConnection is one socket to tetherd and the synchronous exchange of frames over it: write one request
+ * frame, read the reply frame with the same id.
+ *
+ * Lifecycle:
+ *  1. The constructor only records the address; the first request() opens the socket (a persistent one is reused
+ *     from an earlier PHP request of the same worker when PHP finds it alive). On TCP a fresh socket first
+ *     sends `hello` with the token.
+ *  2. request() writes the frame with one fwrite. If the socket is found dead before the request went out
+ *     (write fails: EPIPE, reset; on TCP also EOF seen before writing), it is reopened once and the frame is
+ *     sent on the new socket, unless the request belongs to a transaction: that died with the old socket.
+ *  3. request() reads until the reply is complete. Whatever goes wrong after the frame was written (EOF,
+ *     timeout, bad frame, another id) throws UnknownOutcomeException and drops the socket: the request is never
+ *     re-sent on its own.
+ *  4. At the end of the PHP request, endRequest() (a shutdown function) rolls back the transactions still open
+ *     on the shared connections, and drops a socket whose reply was never read, so that the next PHP request of
+ *     this worker does not inherit a pinned transaction or a stale reply.
+ *
+ * PHP keys persistent sockets by address, so every Client of a process that talks to the same persistent address
+ * shares one StreamConnection (see shared()), with one id sequence and one in-flight flag. Request ids run from
+ * 1 to 2^32-1 and wrap; on a persistent socket reused from an earlier PHP request they continue above anything
+ * that request could have used.
+ *
+ * @internal the wire layer; use Tether\Client
+ */
+class StreamConnection
+{
+    /** DEFAULT_MAX_FRAME_BYTES bounds reply frames unless the client sets max_frame_bytes. */
+    public const DEFAULT_MAX_FRAME_BYTES = 64 << 20;
+
+    private const MAX_ID = 0xFFFFFFFF;
+    /** frames larger than this are read LARGE_READ_BYTES per recv instead of PHP's default 8 KiB */
+    private const LARGE_READ_BYTES = 256 << 10;
+
+    /** @var array<string, StreamConnection> persistent connections of this PHP request, by address */
+    private static array $shared = [];
+
+    /** @var resource|null */
+    private $stream = null;
+    private bool $tcp;
+    private int $lastId = 0;
+    /** epoch counts dropped sockets: a transaction is valid only in the epoch that began it */
+    private int $epoch = 0;
+    private bool $inFlight = false;
+    /** the I/O timeout set on the current stream, -1 when none is set yet */
+    private float $appliedTimeout = -1.0;
+    /** @var array<int, true> handles of the transactions open on the current socket */
+    private array $openTx = [];
+
+    /**
+     * @param string $address "unix:///path/to/tether.sock" or "tcp://host:port"
+     * @param string|null $token the shared secret sent in `hello` on a fresh TCP socket; ignored on Unix sockets
+     */
+    public function __construct(
+        private readonly string $address,
+        private readonly bool $persistent = true,
+        private readonly ?string $token = null,
+    ) {
+        $this->tcp = \strncmp($address, 'tcp://', 6) === 0;
+    }
+
+    /**
+     * shared returns this PHP request's persistent connection to $address, creating it on first use, and registers
+     * endRequest() as a shutdown function once.
+     *
+     * @throws LogicException when the address is already in use with another token
+     */
+    public static function shared(string $address, ?string $token = null): self
+    {
+        $connection = self::$shared[$address] ?? null;
+        if ($connection === null) {
+            if (self::$shared === []) {
+                \register_shutdown_function([self::class, 'endRequest']);
+            }
+
+            return self::$shared[$address] = new self($address, true, $token);
+        }
+        if ($connection->token !== $token) {
+            throw new LogicException(\sprintf('persistent connection to %s is already in use with another token', $address));
+        }
+
+        return $connection;
+    }
+
+    /**
+     * endRequest releases every shared connection (see release()). Registered as a shutdown function by shared();
+     * never throws.
+     */
+    public static function endRequest(): void
+    {
+        foreach (self::$shared as $connection) {
+            $connection->release();
+        }
+    }
+
+    /**
+     * request sends one request map and returns the successful reply map.
+     *
+     * The socket I/O timeout for this exchange is $ioTimeout, raised to timeout_ms + 1 s when the request carries a
+     * longer server-side deadline, so that tetherd's own `timeout` reply arrives before the socket gives up.
+     *
+     * @param array<string, mixed> $request a map from Request, `id` first (its value is replaced)
+     * @param int|null $txEpoch the epoch() in which the request's transaction began; such a request is never sent
+     *                          on a reopened socket
+     * @return array<mixed>
+     * @throws ServerException the reply is an error; the connection stays usable (except after id-0 frame errors)
+     * @throws UnknownOutcomeException the request was written but no intact reply came back; socket dropped
+     * @throws CommunicationException the request was not sent (connect failed, socket dead twice, transaction lost)
+     * @throws LogicException a request is already in flight (a re-entrant call from a destructor)
+     */
+    public function request(array $request, float $ioTimeout, int $maxFrameBytes, ?int $txEpoch = null): array
+    {
+        if ($this->inFlight) {
+            throw new LogicException('a request to tetherd is already in flight on this connection');
+        }
+        if ($txEpoch !== null && $txEpoch !== $this->epoch) {
+            throw $this->lostTransaction($request);
+        }
+        if (isset($request['timeout_ms']) && $request['timeout_ms'] / 1000 + 1.0 > $ioTimeout) {
+            $ioTimeout = $request['timeout_ms'] / 1000 + 1.0;
+        }
+        if ($this->stream === null) {
+            $this->open($ioTimeout, $maxFrameBytes);
+        } elseif ($ioTimeout !== $this->appliedTimeout) {
+            $this->applyTimeout($ioTimeout);
+        }
+
+        if (!$this->send($this->frame($request))) {
+            // Dead before the request went out: nothing ran, so one more socket may carry it.
+            $this->drop();
+            if ($txEpoch !== null) {
+                throw $this->lostTransaction($request);
+            }
+            $this->open($ioTimeout, $maxFrameBytes);
+            if (!$this->send($this->frame($request))) {
+                $this->drop();
+                throw new CommunicationException(\sprintf(
+                    'write to tetherd at %s failed on a fresh socket too; the request was not sent',
+                    $this->address,
+                ));
+            }
+        }
+
+        return $this->receive($this->lastId, $maxFrameBytes);
+    }
+
+    /** epoch returns the current socket generation; it changes whenever the socket is dropped. */
+    public function epoch(): int
+    {
+        return $this->epoch;
+    }
+
+    /** isInFlight tells whether a request was written and its reply not read yet. */
+    public function isInFlight(): bool
+    {
+        return $this->inFlight;
+    }
+
+    /** track records a transaction opened by `begin` on the current socket, for release(). */
+    public function track(int $tx): void
+    {
+        $this->openTx[$tx] = true;
+    }
+
+    /** untrack forgets a transaction that was committed or rolled back. */
+    public function untrack(int $tx): void
+    {
+        unset($this->openTx[$tx]);
+    }
+
+    /** holds tells whether transaction $tx, begun in $epoch, is still open on the current socket. */
+    public function holds(int $tx, int $epoch): bool
+    {
+        return $epoch === $this->epoch && isset($this->openTx[$tx]);
+    }
+
+    /**
+     * release readies the connection for the next PHP request of this worker: it drops the socket if a reply is
+     * still due (the PHP request died mid-call), else rolls back each transaction still open on it, dropping the
+     * socket if a rollback fails (tetherd rolls back the transactions of a closed connection). Never throws.
+     */
+    public function release(): void
+    {
+        if ($this->inFlight) {
+            $this->drop();
+
+            return;
+        }
+        $timeout = $this->appliedTimeout > 0 ? $this->appliedTimeout : 5.0;
+        foreach ($this->openTx as $tx => $_) {
+            unset($this->openTx[$tx]);
+            try {
+                $this->request(Request::rollback($tx), $timeout, self::DEFAULT_MAX_FRAME_BYTES, $this->epoch);
+            } catch (ServerException) {
+                // tx_aborted, unknown_tx: it is gone already
+            } catch (\Throwable) {
+                $this->drop();
+
+                return;
+            }
+        }
+    }
+
+    /** close drops the socket, persistent or not; tetherd rolls back its open transactions. The next request reopens. */
+    public function close(): void
+    {
+        $this->drop();
+    }
+
+    /**
+     * malformedReply reports a well-framed reply map that lacks what its op promises; the socket is dropped since
+     * the server is not speaking the protocol this client knows.
+     *
+     * @param string $op the request's op
+     */
+    public function malformedReply(string $op): UnknownOutcomeException
+    {
+        $this->drop();
+
+        return new UnknownOutcomeException(\sprintf(
+            'tetherd sent a malformed reply to %s; the request may or may not have been executed',
+            $op,
+        ));
+    }
+
+    /**
+     * connect opens the socket with the given connect timeout. Overridden in tests to inject broken sockets.
+     *
+     * @return resource
+     * @throws CommunicationException
+     */
+    protected function connect(float $timeout)
+    {
+        $flags = $this->persistent ? \STREAM_CLIENT_CONNECT | \STREAM_CLIENT_PERSISTENT : \STREAM_CLIENT_CONNECT;
+        $stream = @\stream_socket_client($this->address, $errno, $error, $timeout, $flags);
+        if ($stream === false) {
+            throw new CommunicationException(\sprintf(
+                'connect to tetherd at %s: %s (errno %d); the request was not sent',
+                $this->address,
+                $error !== '' ? $error : 'failed',
+                $errno,
+            ));
+        }
+
+        return $stream;
+    }
+
+    /** open connects and prepares a socket: timeout, request ids, and `hello` on a fresh TCP socket. */
+    private function open(float $ioTimeout, int $maxFrameBytes): void
+    {
+        $stream = $this->connect($ioTimeout);
+        $this->stream = $stream;
+        $this->applyTimeout($ioTimeout);
+        // The position counts bytes moved over this socket since it was opened, in any PHP request of this worker.
+        // A reused persistent socket may still carry a reply to a request abandoned by a dead PHP request: ids
+        // from here on stay clear of all ids sent earlier (each used at least 6 bytes), so such a reply is
+        // detected as out of sync instead of being taken for ours.
+        $position = \ftell($stream);
+        if ($position > 0) {
+            $this->lastId = $position % self::MAX_ID;
+
+            return;
+        }
+        if ($this->tcp && $this->token !== null) {
+            $this->hello($maxFrameBytes);
+        }
+    }
+
+    /** hello authenticates a fresh TCP socket; on failure the socket is dropped and the request is not sent. */
+    private function hello(int $maxFrameBytes): void
+    {
+        $request = Request::hello((string) $this->token);
+        if (!$this->send($this->frame($request))) {
+            $this->drop();
+            throw new CommunicationException(\sprintf('send hello to tetherd at %s failed; the request was not sent', $this->address));
+        }
+        try {
+            $this->receive($this->lastId, $maxFrameBytes);
+        } catch (ServerException $e) {
+            // tetherd closes the connection after `unauthorized`
+            $this->drop();
+            throw $e;
+        } catch (UnknownOutcomeException $e) {
+            // Only hello was in doubt; the caller's request was not sent.
+            throw new CommunicationException(\sprintf('hello to tetherd at %s failed; the request was not sent', $this->address), 0, $e);
+        }
+    }
+
+    /**
+     * frame gives $request the next id (also left in lastId) and encodes it as a frame: length prefix and payload.
+     * By reference, so that setting the id does not copy the map.
+     *
+     * @param array<string, mixed> $request
+     */
+    private function frame(array &$request): string
+    {
+        $request['id'] = $this->lastId = $this->lastId === self::MAX_ID ? 1 : $this->lastId + 1;
+        $payload = \msgpack_pack($request);
+
+        return \pack('N', \strlen($payload)) . $payload;
+    }
+
+    /**
+     * send writes a whole frame and marks its reply as due; false when the socket is dead (nothing usable reached
+     * tetherd).
+     */
+    private function send(string $frame): bool
+    {
+        $this->inFlight = true;
+        $stream = $this->stream;
+        if (!\is_resource($stream)) {
+            // closed behind our back, e.g. by another stream_socket_client() on the same persistent address
+            return false;
+        }
+        // On TCP a write to a socket the peer closed still succeeds and the request is lost; look for EOF first.
+        // On a Unix socket the write itself fails with EPIPE.
+        if ($this->tcp && \feof($stream)) {
+            return false;
+        }
+
+        return @\fwrite($stream, $frame) === \strlen($frame);
+    }
+
+    /**
+     * receive reads one reply frame and checks that it answers request $id.
+     *
+     * @return array<mixed>
+     */
+    private function receive(int $id, int $maxFrameBytes): array
+    {
+        // Usually one poll and one recv: this fread fills PHP's stream buffer (8 KiB) with the whole reply, and
+        // reading the payload from the buffer costs no syscall.
+        $head = \fread($this->stream, 4);
+        if ($head === false || \strlen($head) !== 4) {
+            $head = (string) $head;
+            $head .= $this->readFully(4 - \strlen($head));
+        }
+        $length = \unpack('N', $head)[1];
+        if ($length === 0 || $length > $maxFrameBytes) {
+            $this->drop();
+            throw new UnknownOutcomeException(\sprintf(
+                'tetherd sent a reply frame of %d bytes (must be 1..%d); the request may or may not have been executed',
+                $length,
+                $maxFrameBytes,
+            ));
+        }
+        $reply = @\msgpack_unpack($this->readFully($length));
+        if (!\is_array($reply)) {
+            $this->drop();
+            throw new UnknownOutcomeException('tetherd sent a reply that is not a MessagePack map; the request may or may not have been executed');
+        }
+        $replyId = $reply['id'] ?? null;
+        if ($replyId !== $id) {
+            $this->drop();
+            if ($replyId === 0 && isset($reply['error'])) {
+                // A frame-level error (bad_frame, too_large): tetherd rejected the frame and closes the connection.
+                throw ServerException::fromError((array) $reply['error']);
+            }
+            throw new UnknownOutcomeException(\sprintf(
+                'tetherd sent the reply to request %s while request %d was waiting: the stream is out of sync; the request may or may not have been executed',
+                \is_scalar($replyId) ? (string) $replyId : \get_debug_type($replyId),
+                $id,
+            ));
+        }
+        $this->inFlight = false;
+        if (isset($reply['error'])) {
+            throw ServerException::fromError((array) $reply['error']);
+        }
+
+        return $reply;
+    }
+
+    /**
+     * readFully reads exactly $length bytes. stream_get_contents loops in C into one string allocated once; for a
+     * large frame PHP's read size is raised from 8 KiB so that a few large recv calls fetch it.
+     *
+     * @throws UnknownOutcomeException on EOF or timeout; the socket is dropped
+     */
+    private function readFully(int $length): string
+    {
+        $stream = $this->stream;
+        if ($length > self::LARGE_READ_BYTES) {
+            $previous = \stream_set_chunk_size($stream, self::LARGE_READ_BYTES);
+            $data = \stream_get_contents($stream, $length);
+            \stream_set_chunk_size($stream, $previous);
+        } else {
+            $data = \stream_get_contents($stream, $length);
+        }
+        if ($data !== false && \strlen($data) === $length) {
+            return $data;
+        }
+        $timedOut = (bool) (\stream_get_meta_data($stream)['timed_out'] ?? false);
+        $timeout = $this->appliedTimeout;
+        $this->drop();
+        throw new UnknownOutcomeException($timedOut
+            ? \sprintf('no reply from tetherd within %.3F s; the request may or may not have been executed', $timeout)
+            : 'tetherd closed the connection before replying; the request may or may not have been executed');
+    }
+
+    private function applyTimeout(float $seconds): void
+    {
+        $whole = (int) $seconds;
+        \stream_set_timeout($this->stream, $whole, (int) (($seconds - $whole) * 1e6));
+        $this->appliedTimeout = $seconds;
+    }
+
+    /** drop closes the socket and forgets everything tied to it: its transactions and any pending reply. */
+    private function drop(): void
+    {
+        if ($this->stream !== null && \is_resource($this->stream)) {
+            \fclose($this->stream);
+        }
+        $this->stream = null;
+        $this->epoch++;
+        $this->openTx = [];
+        $this->inFlight = false;
+        $this->appliedTimeout = -1.0;
+    }
+
+    /** @param array<string, mixed> $request */
+    private function lostTransaction(array $request): CommunicationException
+    {
+        return new CommunicationException(\sprintf(
+            'transaction %d was lost with its connection to tetherd, which rolled it back; the %s was not sent',
+            $request['tx'] ?? 0,
+            $request['op'] ?? 'request',
+        ));
+    }
+}

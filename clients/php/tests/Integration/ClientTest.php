@@ -1,0 +1,194 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Tests\Integration;
+
+use Tether\Batch\Operation;
+use Tether\ExecResult;
+use Tether\Server\ServerException;
+use Tether\Transaction;
+
+/**
+ * ClientTest runs the client against a real tetherd, on every backend under test (see IntegrationTestCase).
+ */
+final class ClientTest extends IntegrationTestCase
+{
+    public function testPing(): void
+    {
+        $start = hrtime(true);
+        $this->client->ping();
+        self::assertLessThan(1e9, hrtime(true) - $start, 'a ping takes well under a second');
+    }
+
+    /** @dataProvider backends */
+    public function testExecuteInsertsAndQueryReturnsAssociativeRows(string $backend, string $type): void
+    {
+        $t = $this->table($backend, $type);
+
+        $first = $this->client->execute(self::sql($type, "INSERT INTO $t (name, i) VALUES (?, ?)"), ['ada', 1], $backend);
+        $second = $this->client->execute(self::sql($type, "INSERT INTO $t (name, i) VALUES (?, ?)"), ['grace', 2], $backend);
+
+        self::assertSame(1, $first->affectedRows);
+        self::assertSame(1, $second->affectedRows);
+        $rows = $this->client->query("SELECT id, name, i FROM $t ORDER BY id", [], $backend);
+        self::assertCount(2, $rows);
+        self::assertSame(['id', 'name', 'i'], array_keys($rows[0]));
+        self::assertSame(['ada', 1], [$rows[0]['name'], $rows[0]['i']]);
+        self::assertSame(['grace', 2], [$rows[1]['name'], $rows[1]['i']]);
+        if ($type === 'postgres') {
+            self::assertSame(0, $first->lastInsertId, 'PostgreSQL has no last insert id');
+        } else {
+            self::assertSame($rows[0]['id'], $first->lastInsertId);
+            self::assertSame($rows[1]['id'], $second->lastInsertId);
+        }
+
+        $updated = $this->client->execute(self::sql($type, "UPDATE $t SET i = i + ? WHERE i > ?"), [10, 0], $backend);
+        self::assertSame(2, $updated->affectedRows);
+        self::assertSame(['name' => 'grace', 'i' => 12], $this->client->queryOne(self::sql($type, "SELECT name, i FROM $t WHERE name = ?"), ['grace'], $backend));
+        self::assertNull($this->client->queryOne(self::sql($type, "SELECT name FROM $t WHERE name = ?"), ['nobody'], $backend));
+    }
+
+    /** @dataProvider backends */
+    public function testValuesRoundTrip(string $backend, string $type): void
+    {
+        $t = $this->table($backend, $type);
+        $bytes = implode('', array_map('chr', range(0, 255)));
+        // name, i, f, b (binary: every byte value), d (decimal digits, as strings both ways)
+        $values = [
+            ['nulls', null, null, null, null],
+            ['max', PHP_INT_MAX, -1.5e-7, '', '-3.10'],
+            ['min', PHP_INT_MIN, 3.25, $bytes, '0.00'],
+            ["h\u{e9}llo w\u{f6}rld \u{1F600}", -42, 1e300, strrev($bytes), '12.50'],
+        ];
+        foreach ($values as $row) {
+            $this->client->execute(self::sql($type, "INSERT INTO $t (name, i, f, b, d) VALUES (?, ?, ?, ?, ?)"), $row, $backend);
+        }
+
+        $rows = $this->client->query("SELECT name, i, f, b, d FROM $t ORDER BY id", [], $backend);
+
+        self::assertSame(array_map(static fn (array $r): array => array_combine(['name', 'i', 'f', 'b', 'd'], $r), $values), $rows);
+    }
+
+    /** @dataProvider backends */
+    public function testCommittedTransactionIsVisible(string $backend, string $type): void
+    {
+        $t = $this->table($backend, $type);
+        $tx = $this->client->begin($backend);
+        $tx->execute(self::sql($type, "INSERT INTO $t (name) VALUES (?)"), ['in tx']);
+        self::assertSame([['name' => 'in tx']], $tx->query("SELECT name FROM $t"), 'a transaction sees its own writes');
+        $tx->commit();
+
+        self::assertFalse($tx->isOpen());
+        self::assertSame([['name' => 'in tx']], $this->client->query("SELECT name FROM $t", [], $backend));
+    }
+
+    /** @dataProvider backends */
+    public function testRolledBackTransactionIsInvisible(string $backend, string $type): void
+    {
+        $t = $this->table($backend, $type);
+        $tx = $this->client->begin($backend);
+        $tx->execute(self::sql($type, "INSERT INTO $t (name) VALUES (?)"), ['doomed']);
+        self::assertCount(1, $tx->query("SELECT name FROM $t"));
+        $tx->rollback();
+
+        self::assertSame([], $this->client->query("SELECT name FROM $t", [], $backend));
+    }
+
+    /** @dataProvider backends */
+    public function testTransactionHelperCommitsOrRollsBack(string $backend, string $type): void
+    {
+        $t = $this->table($backend, $type);
+        $insert = self::sql($type, "INSERT INTO $t (name) VALUES (?)");
+
+        $result = $this->client->transaction(static fn (Transaction $tx): ExecResult => $tx->execute($insert, ['kept']), $backend);
+        self::assertSame(1, $result->affectedRows);
+
+        $failure = new \RuntimeException('application failure');
+        try {
+            $this->client->transaction(static function (Transaction $tx) use ($insert, $failure): void {
+                $tx->execute($insert, ['discarded']);
+                throw $failure;
+            }, $backend);
+            self::fail('no exception');
+        } catch (\RuntimeException $e) {
+            self::assertSame($failure, $e);
+        }
+
+        self::assertSame([['name' => 'kept']], $this->client->query("SELECT name FROM $t ORDER BY id", [], $backend));
+    }
+
+    /** @dataProvider backends */
+    public function testSqlErrorIsBackendErrorWithTheBackendsCode(string $backend, string $type): void
+    {
+        try {
+            $this->client->query('SELECT * FROM tether_no_such_table', [], $backend);
+            self::fail('no exception');
+        } catch (ServerException $e) {
+            self::assertSame(ServerException::BACKEND_ERROR, $e->getErrorCode());
+            self::assertFalse($e->isRetryable());
+            self::assertStringContainsString('tether_no_such_table', $e->getMessage());
+            $expected = ['sqlite' => '1', 'mysql' => '1146', 'postgres' => '42P01'][$type] ?? null;
+            self::assertSame($expected, $e->getBackendCode());
+        }
+        $this->client->ping(); // the connection survives an error reply
+    }
+
+    public function testUnknownBackend(): void
+    {
+        try {
+            $this->client->query('SELECT 1', [], 'tether_no_such_backend');
+            self::fail('no exception');
+        } catch (ServerException $e) {
+            self::assertSame(ServerException::UNKNOWN_BACKEND, $e->getErrorCode());
+            self::assertFalse($e->isRetryable());
+        }
+    }
+
+    public function testBatchAcrossAllBackendsWithOneFailingOperation(): void
+    {
+        $ops = [];
+        foreach (self::backends() as [$backend]) {
+            $ops["$backend:query"] = Operation::query('SELECT 1 AS one', [], $backend);
+        }
+        $first = self::backendNames()[0];
+        $ops['failing'] = Operation::query('SELECT * FROM tether_no_such_table', [], $first);
+        $ops['ping'] = Operation::ping();
+        $ops['unknown backend'] = Operation::execute('DELETE FROM t', [], 'tether_no_such_backend');
+
+        $results = $this->client->batch($ops, 5000);
+
+        self::assertSame(array_keys($ops), array_keys($results));
+        foreach (self::backends() as [$backend]) {
+            self::assertSame([['one' => 1]], $results["$backend:query"], "backend $backend");
+        }
+        self::assertInstanceOf(ServerException::class, $results['failing']);
+        self::assertSame(ServerException::BACKEND_ERROR, $results['failing']->getErrorCode());
+        self::assertTrue($results['ping']);
+        self::assertInstanceOf(ServerException::class, $results['unknown backend']);
+        self::assertSame(ServerException::UNKNOWN_BACKEND, $results['unknown backend']->getErrorCode());
+    }
+
+    /** @dataProvider backends */
+    public function testTimeoutMsBoundsASlowStatement(string $backend, string $type): void
+    {
+        $slow = match ($type) {
+            'sqlite' => 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) AS n FROM c',
+            'mysql' => 'SELECT SLEEP(2) AS n',
+            'postgres' => 'SELECT pg_sleep(2) AS n',
+            default => self::fail("backend $backend has no known type ($type)"),
+        };
+        $start = hrtime(true);
+        try {
+            $this->client->query($slow, [], $backend, 200);
+            self::fail('no exception');
+        } catch (ServerException $e) {
+            self::assertSame(ServerException::TIMEOUT, $e->getErrorCode(), $e->getMessage());
+        }
+        $elapsed = (hrtime(true) - $start) / 1e9;
+        self::assertGreaterThanOrEqual(0.19, $elapsed);
+        self::assertLessThan(1.9, $elapsed, 'tetherd answered at the deadline, not when the statement ended');
+
+        self::assertSame([['ok' => 1]], $this->client->query('SELECT 1 AS ok', [], $backend), 'the backend is usable after a timeout');
+    }
+}

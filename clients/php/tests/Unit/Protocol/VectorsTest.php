@@ -1,0 +1,232 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Tests\Unit\Protocol;
+
+use PHPUnit\Framework\TestCase;
+use Tether\Batch\Operation;
+use Tether\Protocol\Reply;
+use Tether\Protocol\Request;
+use Tether\Server\ServerException;
+
+/**
+ * VectorsTest checks the client against the golden vectors shared with tetherd (testdata/vectors, see
+ * docs/protocol.md): every vector decodes to its manifest value; every request vector encodes to its exact bytes,
+ * both as msgpack_pack() of the manifest value and as built by the client's own request builders (which omit an
+ * empty params list: a vector's `"params": []` is compared without it); and every reply vector has a shape the
+ * client understands.
+ *
+ * The directory is the repository's testdata/vectors, or env TETHER_VECTORS. A missing or empty manifest fails.
+ */
+final class VectorsTest extends TestCase
+{
+    public function testEveryVector(): void
+    {
+        $dir = getenv('TETHER_VECTORS') ?: __DIR__ . '/../../../../../testdata/vectors';
+        $manifestFile = $dir . '/manifest.json';
+        self::assertFileExists($manifestFile, 'the golden vectors are missing (written by the Go side: testdata/vectors)');
+        $manifest = json_decode((string) file_get_contents($manifestFile), true, 512, JSON_THROW_ON_ERROR);
+        $vectors = $manifest['vectors'] ?? null;
+        self::assertIsArray($vectors, 'manifest.json has no "vectors" list');
+        self::assertNotEmpty($vectors, 'manifest.json lists no vectors');
+
+        $failures = [];
+        $directions = [];
+        foreach ($vectors as $i => $vector) {
+            $name = (string) ($vector['name'] ?? "#$i");
+            foreach (self::check($dir, $vector) as $failure) {
+                $failures[] = "$name: $failure";
+            }
+            $directions[$vector['direction'] ?? '?'] = true;
+        }
+
+        self::assertSame([], $failures, implode("\n", $failures));
+        self::assertArrayHasKey('request', $directions, 'no request vectors');
+        self::assertArrayHasKey('reply', $directions, 'no reply vectors');
+    }
+
+    /**
+     * check returns what is wrong with one vector.
+     *
+     * @param array<string, mixed> $vector
+     * @return list<string>
+     */
+    private static function check(string $dir, array $vector): array
+    {
+        $file = $dir . '/' . ($vector['file'] ?? '');
+        if (!isset($vector['file']) || !is_file($file)) {
+            return ["file {$file} missing"];
+        }
+        if (!array_key_exists('value', $vector) || !in_array($vector['direction'] ?? null, ['request', 'reply'], true)) {
+            return ['manifest entry needs "value" and a "direction" of request or reply'];
+        }
+        $bytes = (string) file_get_contents($file);
+        $value = self::fromJson($vector['value']);
+        $failures = [];
+
+        $decoded = @msgpack_unpack($bytes);
+        if (!self::same($value, $decoded)) {
+            $failures[] = 'decodes to ' . var_export($decoded, true) . ', manifest says ' . var_export($value, true);
+        }
+
+        if ($vector['direction'] === 'request') {
+            $packed = msgpack_pack($value);
+            if ($packed !== $bytes) {
+                $failures[] = self::diff('msgpack_pack(manifest value)', $packed, $bytes) . self::binHint($vector['value']);
+            }
+            // The client omits an empty params list ("absent means none"); a vector may spell it out as [].
+            $canonical = self::withoutEmptyParams($value);
+            $want = $canonical === $value ? $bytes : msgpack_pack($canonical);
+            $built = self::build($value);
+            if ($built === null) {
+                $failures[] = 'the client has no builder for op ' . var_export($value['op'] ?? null, true);
+            } elseif (($packed = msgpack_pack($built)) !== $want) {
+                $failures[] = self::diff('the client\'s request builder', $packed, $want) . self::binHint($vector['value']);
+            }
+        } elseif (is_array($value)) {
+            foreach (self::understood($value) as $failure) {
+                $failures[] = $failure;
+            }
+        }
+
+        return $failures;
+    }
+
+    /**
+     * build rebuilds a request map with Tether\Protocol\Request and Tether\Batch\Operation, as the client would
+     * send it; null for an op the client never sends.
+     *
+     * @param array<string, mixed> $v
+     * @return array<string, mixed>|null
+     */
+    private static function build(array $v): ?array
+    {
+        $request = match ($v['op'] ?? null) {
+            'ping' => Request::ping($v['timeout_ms'] ?? null),
+            'hello' => Request::hello((string) ($v['token'] ?? '')),
+            'query' => Request::query($v['sql'] ?? '', $v['params'] ?? [], $v['backend'] ?? null, $v['tx'] ?? null, $v['timeout_ms'] ?? null),
+            'exec' => Request::exec($v['sql'] ?? '', $v['params'] ?? [], $v['backend'] ?? null, $v['tx'] ?? null, $v['timeout_ms'] ?? null),
+            'begin' => Request::begin($v['backend'] ?? null, $v['timeout_ms'] ?? null),
+            'commit' => Request::commit($v['tx'] ?? 0, $v['timeout_ms'] ?? null),
+            'rollback' => Request::rollback($v['tx'] ?? 0, $v['timeout_ms'] ?? null),
+            'batch' => Request::batch(array_map(static fn (array $op): array => (match ($op['op'] ?? null) {
+                'query' => Operation::query($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null),
+                'exec' => Operation::execute($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null),
+                default => Operation::ping($op['timeout_ms'] ?? null),
+            })->request, $v['ops'] ?? []), $v['timeout_ms'] ?? null),
+            default => null,
+        };
+        if ($request !== null && array_key_exists('id', $v)) {
+            $request['id'] = $v['id'];
+        }
+
+        return $request;
+    }
+
+    /**
+     * understood checks that the client can read a reply vector: errors map to a known code, and query, exec,
+     * begin and batch replies have the shape Reply expects.
+     *
+     * @param array<mixed> $reply
+     * @return list<string>
+     */
+    private static function understood(array $reply, bool $inBatch = false): array
+    {
+        if (!$inBatch && !is_int($reply['id'] ?? null)) {
+            return ['reply has no integer id'];
+        }
+        if (isset($reply['error'])) {
+            $e = ServerException::fromError((array) $reply['error']);
+            $codes = (new \ReflectionClass(ServerException::class))->getConstants();
+
+            return in_array($e->getErrorCode(), $codes, true) ? [] : ["unknown error code {$e->getErrorCode()}"];
+        }
+        if (array_key_exists('columns', $reply) && Reply::rows($reply) === null) {
+            return ['query reply the client cannot turn into rows'];
+        }
+        if (array_key_exists('affected', $reply) && Reply::exec($reply) === null) {
+            return ['exec reply the client cannot turn into an ExecResult'];
+        }
+        if (array_key_exists('tx', $reply) && !is_int($reply['tx'])) {
+            return ['begin reply without an integer tx'];
+        }
+        $failures = [];
+        foreach ((array) ($reply['results'] ?? []) as $i => $result) {
+            foreach (is_array($result) ? self::understood($result, true) : ['not a map'] as $failure) {
+                $failures[] = "results[$i]: $failure";
+            }
+        }
+
+        return $failures;
+    }
+
+    /**
+     * withoutEmptyParams drops `params: []` from a request map and from its batch ops.
+     *
+     * @param array<string, mixed> $request
+     * @return array<string, mixed>
+     */
+    private static function withoutEmptyParams(array $request): array
+    {
+        if (($request['params'] ?? null) === []) {
+            unset($request['params']);
+        }
+        if (isset($request['ops']) && is_array($request['ops'])) {
+            $request['ops'] = array_map(static fn ($op) => is_array($op) ? self::withoutEmptyParams($op) : $op, $request['ops']);
+        }
+
+        return $request;
+    }
+
+    /** fromJson turns manifest JSON into the PHP value the bytes decode to: {"$bin": base64} becomes a string. */
+    private static function fromJson(mixed $value): mixed
+    {
+        if (!is_array($value)) {
+            return $value;
+        }
+        if (count($value) === 1 && array_key_exists('$bin', $value)) {
+            return base64_decode((string) $value['$bin'], true);
+        }
+
+        return array_map([self::class, 'fromJson'], $value);
+    }
+
+    /**
+     * same compares a manifest value with a decoded one: maps by key in any order (decoders must accept any
+     * order), lists in order, scalars strictly, except that a JSON integer matches an equal float (JSON cannot
+     * tell 2 from 2.0).
+     */
+    private static function same(mixed $expected, mixed $actual): bool
+    {
+        if (is_array($expected) && is_array($actual)) {
+            if (count($expected) !== count($actual) || array_is_list($expected) !== array_is_list($actual)) {
+                return false;
+            }
+            foreach ($expected as $key => $item) {
+                if (!array_key_exists($key, $actual) || !self::same($item, $actual[$key])) {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+        if (is_int($expected) && is_float($actual)) {
+            return (float) $expected === $actual;
+        }
+
+        return $expected === $actual;
+    }
+
+    private static function diff(string $what, string $got, string $want): string
+    {
+        return sprintf('%s encodes to %s, the file holds %s', $what, bin2hex($got), bin2hex($want));
+    }
+
+    private static function binHint(mixed $json): string
+    {
+        return str_contains(json_encode($json) ?: '', '"$bin"')
+            ? ' (ext-msgpack packs every PHP string as str, never bin: request vectors should carry binary as str)'
+            : '';
+    }
+}
