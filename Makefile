@@ -1,0 +1,29 @@
+# Tether: make build | run | test | bench | clean. `make test` is the whole suite; CI runs it through .ci/run.
+
+GO ?= go
+
+.PHONY: build run test bench clean
+
+# build compiles the daemon to bin/tetherd.
+build:
+	$(GO) build -o bin/tetherd ./cmd/tetherd
+
+# run starts tetherd on its embedded default (SQLite at var/tether.db, socket var/tether.sock) from the repo root.
+run: build
+	mkdir -p var
+	./bin/tetherd
+
+# test installs missing packages, starts throwaway MariaDB and PostgreSQL in var/test, and runs go vet, go test
+# -race, PHPUnit and the PHP quickstart against them (scripts/test.sh).
+test:
+	bash scripts/test.sh
+
+# bench runs the benchmark suite in bench/.
+bench:
+	@if [ -f bench/run.sh ]; then exec bash bench/run.sh; else \
+		echo "make bench: the benchmark lives in bench/, and bench/run.sh does not exist yet" >&2; exit 1; fi
+
+# clean removes the binary and the test instances (stopping any a killed test run left behind).
+clean:
+	bash -c 'source scripts/lib/databases.sh && clean_db_dir var/test'
+	rm -rf bin

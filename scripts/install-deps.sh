@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh: install the Debian 12 packages the tests need, with apt, only if any is missing.
+#
+# Quick no-op (one dpkg-query) when everything is installed. Otherwise: apt-get update once, then apt-get install,
+# as root or through sudo. Services are not started: the packages' init scripts would start the SYSTEM MariaDB and
+# PostgreSQL, which the tests never use (they start throwaway instances, see scripts/lib/databases.sh), so a
+# policy-rc.d that forbids starting services is put in place for the install when there is none.
+# Go and gcc are expected to be installed already (go test -race needs cgo).
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+PACKAGES=(php8.2-cli php8.2-msgpack php8.2-mysql php8.2-xml php8.2-mbstring phpunit mariadb-server postgresql)
+
+missing=()
+while read -r pkg status; do
+	[[ "$status" == installed ]] || missing+=("$pkg")
+done < <(for p in "${PACKAGES[@]}"; do
+	printf '%s %s\n' "$p" "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
+done)
+
+if ((${#missing[@]} == 0)); then
+	log "deps: all ${#PACKAGES[@]} packages installed"
+else
+	log "deps: missing ${missing[*]}; installing with apt"
+	command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} by hand"
+	policy=/usr/sbin/policy-rc.d
+	if [[ ! -e "$policy" ]]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+		trap 'as_root rm -f "$policy"' EXIT
+	fi
+	t0=$(now)
+	as_root apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${PACKAGES[@]}"
+	log "deps: installed in $(since "$t0")s"
+fi
+
+for tool in go gcc; do
+	command -v "$tool" >/dev/null || die "$tool is not installed (the CI image provides it; go test -race needs both)"
+done

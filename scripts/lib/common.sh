@@ -1,0 +1,104 @@
+# shellcheck shell=bash
+# scripts/lib/common.sh: logging, timing and privilege helpers shared by the scripts in scripts/.
+# Source it from bash; it only defines functions.
+
+[[ -n "${_TETHER_COMMON_SH:-}" ]] && return 0
+_TETHER_COMMON_SH=1
+
+# log prints a progress line on stderr, prefixed so it stands out from tool output.
+log() { printf '==> %s\n' "$*" >&2; }
+
+# warn prints a warning on stderr.
+warn() { printf '==> WARNING: %s\n' "$*" >&2; }
+
+# die prints an error on stderr and exits 1 (the caller's EXIT trap still runs).
+die() { printf '==> ERROR: %s\n' "$*" >&2; exit 1; }
+
+# now prints the wall clock in seconds with microseconds (bash 5's EPOCHREALTIME).
+now() { printf '%s' "${EPOCHREALTIME/,/.}"; }
+
+# since T0 prints the seconds elapsed since T0 (a value of now), e.g. "3.2".
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# tail_file FILE [N] prints the last N (40) lines of FILE, framed, for failure reports.
+tail_file() {
+	local f=$1 n=${2:-40}
+	if [[ -r "$f" ]]; then
+		printf -- '---- last %s lines of %s ----\n' "$n" "$f" >&2
+		tail -n "$n" "$f" >&2 || true
+		printf -- '---- end of %s ----\n' "$f" >&2
+	else
+		printf -- '---- %s: no such file ----\n' "$f" >&2
+	fi
+}
+
+# is_root succeeds when the script runs as uid 0.
+is_root() { [[ "$(id -u)" == 0 ]]; }
+
+# as_root CMD... runs CMD as root: directly when already root, else through sudo; fails when neither works.
+as_root() {
+	if is_root; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		die "need root for: $* (not root and sudo is not installed)"
+	fi
+}
+
+# pid_alive PID succeeds when PID names a live process that is not a zombie.
+pid_alive() {
+	local pid=$1 state
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || return 1
+	[[ "$state" != Z ]]
+}
+
+# wait_pid_exit PID SECONDS waits until PID has exited; fails if it is still alive after SECONDS.
+wait_pid_exit() {
+	local pid=$1 deadline=$((SECONDS + $2))
+	while pid_alive "$pid"; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.1
+	done
+}
+
+# stop_pid PID NAME [GRACE] [SIGNAL] sends SIGNAL (TERM) to PID, waits up to GRACE (30) seconds, then sends
+# SIGKILL. It does nothing when PID is empty or already gone.
+stop_pid() {
+	local pid=$1 name=$2 grace=${3:-30} sig=${4:-TERM}
+	[[ -n "$pid" ]] && pid_alive "$pid" || return 0
+	kill -"$sig" "$pid" 2>/dev/null || true
+	if ! wait_pid_exit "$pid" "$grace"; then
+		warn "$name (pid $pid) still running ${grace}s after SIG$sig; sending SIGKILL"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_pid_exit "$pid" 10 || warn "$name (pid $pid) survived SIGKILL"
+	fi
+}
+
+# pid_cwd_is PID DIR succeeds when PID's working directory is DIR (both resolved). Used to make sure a pid file
+# left by an earlier run still names the process that run started, not an unrelated one that reused the pid.
+pid_cwd_is() {
+	local cwd want
+	cwd=$(readlink -f "/proc/$1/cwd" 2>/dev/null) || return 1
+	want=$(readlink -f "$2" 2>/dev/null) || return 1
+	[[ -n "$cwd" && "$cwd" == "$want" ]]
+}
+
+# free_port START prints the first TCP port from START upward (20 tries) that nothing on 127.0.0.1 accepts.
+free_port() {
+	local p
+	for ((p = $1; p < $1 + 20; p++)); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			printf '%s' "$p"
+			return 0
+		fi
+	done
+	die "no free port in $1..$(($1 + 19)) on 127.0.0.1"
+}
+
+# check_socket_path PATH fails when PATH is too long for a Unix socket (sun_path holds 107 bytes).
+check_socket_path() {
+	((${#1} <= 107)) || die "Unix socket path too long (${#1} > 107 bytes): $1; set TETHER_TEST_DIR to a shorter directory"
+}

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the whole test suite; what `make test` (and so CI, through .ci/run) runs.
+#
+#  1. deps         install missing Debian packages (scripts/install-deps.sh)
+#  2. databases    wipe var/test, start throwaway MariaDB and PostgreSQL there (scripts/lib/databases.sh)
+#  3. go vet       go vet ./...
+#  4. go test      go test -race -count=1 ./... against those databases (TETHER_TEST_{MYSQL,POSTGRES}_{DSN,ADDR};
+#                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping)
+#  5. build        go build -o bin/tetherd ./cmd/tetherd; etc/tetherd.toml must pass tetherd -check
+#  6. tetherd      start bin/tetherd on var/test/tetherd.toml (backends main=sqlite, maria=mysql, pg=postgres)
+#  7. phpunit      the PHP client's suites against it; any skipped, incomplete or risky test fails the run
+#  8. shutdown     SIGTERM tetherd; it must exit 0 within its shutdown grace
+#  9. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
+#
+# Everything it starts is stopped by PID on exit, pass or fail; the logs stay in var/test until the next run.
+# Environment: TETHER_TEST_DIR (default <repo>/var/test), TETHER_MARIADB_PORT, TETHER_PG_PORT (see databases.sh).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/lib/databases.sh
+source scripts/lib/databases.sh
+
+TEST_DIR=${TETHER_TEST_DIR:-$ROOT/var/test}
+TETHERD=$ROOT/bin/tetherd
+TETHERD_GRACE=20 # seconds tetherd may take to exit on SIGTERM (shutdown_grace in the test config is 10s)
+STEP=setup
+T_START=$(now)
+TETHERD_PID=
+
+step() {
+	STEP=$1
+	printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$1" >&2
+}
+
+# start_tetherd WORKDIR SOCKET LOG [ARGS...] starts bin/tetherd in WORKDIR with ARGS, logging to LOG, sets
+# TETHERD_PID and waits until SOCKET exists (tetherd creates it only after every backend has connected).
+start_tetherd() {
+	local wd=$1 sock=$2 logf=$3 t0
+	shift 3
+	check_socket_path "$sock"
+	t0=$(now)
+	(cd "$wd" && exec "$TETHERD" "$@") </dev/null >"$logf" 2>&1 &
+	TETHERD_PID=$!
+	local deadline=$((SECONDS + 30))
+	until [[ -S "$sock" ]]; do
+		if ! pid_alive "$TETHERD_PID"; then
+			tail_file "$logf"
+			TETHERD_PID=
+			die "tetherd exited before creating $sock"
+		fi
+		if ((SECONDS >= deadline)); then
+			tail_file "$logf"
+			die "tetherd did not create $sock within 30s"
+		fi
+		sleep 0.1
+	done
+	log "tetherd: ready in $(since "$t0")s (pid $TETHERD_PID, socket $sock)"
+}
+
+# stop_tetherd sends SIGTERM to the running tetherd and returns its exit status (1 if it had to be killed).
+stop_tetherd() {
+	local pid=$TETHERD_PID rc=0
+	[[ -n "$pid" ]] || return 0
+	TETHERD_PID=
+	log "tetherd: stopping pid $pid"
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! wait_pid_exit "$pid" "$TETHERD_GRACE"; then
+		warn "tetherd (pid $pid) still running ${TETHERD_GRACE}s after SIGTERM; sending SIGKILL"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		return 1
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	return "$rc"
+}
+
+cleanup() {
+	local rc=$?
+	set +e
+	trap - INT TERM
+	stop_tetherd
+	stop_mariadb
+	stop_postgres
+	if ((rc == 0)); then
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race, phpunit, quickstart)\n' "$(since "$T_START")"
+	else
+		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
+			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- 1 ---------------------------------------------------------------------------------------------------------
+step deps
+bash scripts/install-deps.sh
+
+# --- 2 ---------------------------------------------------------------------------------------------------------
+step databases
+# Stop whatever a killed earlier run left in TEST_DIR (tetherd by its pid file, checked against its binary).
+if [[ -r "$TEST_DIR/tetherd.pid" ]]; then
+	old=$(cat "$TEST_DIR/tetherd.pid")
+	if pid_alive "$old" && [[ "$(readlink -f "/proc/$old/exe" 2>/dev/null)" == "$TETHERD"* ]]; then
+		log "stopping tetherd left over from an earlier run (pid $old)"
+		stop_pid "$old" tetherd "$TETHERD_GRACE"
+	fi
+fi
+# TEST_DIR is wiped: make sure it is ours (the default, or marked by an earlier run) before removing anything.
+if [[ -e "$TEST_DIR" && "$TEST_DIR" != "$ROOT/var/test" && ! -e "$TEST_DIR/.tether-test-dir" ]]; then
+	die "refusing to wipe $TEST_DIR: not a directory an earlier test run created (no .tether-test-dir in it)"
+fi
+clean_db_dir "$TEST_DIR"
+mkdir -p "$TEST_DIR"
+touch "$TEST_DIR/.tether-test-dir"
+start_mariadb "$TEST_DIR/mariadb"
+start_postgres "$TEST_DIR/pg"
+
+export TETHER_TEST_MYSQL_DSN=$MARIADB_DSN
+export TETHER_TEST_POSTGRES_DSN=$PG_DSN
+# The same servers over TCP, for the backend suite's fault tests (they proxy these addresses).
+export TETHER_TEST_MYSQL_ADDR=127.0.0.1:$MARIADB_PORT
+export TETHER_TEST_POSTGRES_ADDR=127.0.0.1:$PG_PORT
+export TETHER_REQUIRE_BACKENDS=1
+for v in TETHER_TEST_MYSQL_DSN TETHER_TEST_MYSQL_ADDR TETHER_TEST_POSTGRES_DSN TETHER_TEST_POSTGRES_ADDR; do
+	log "$v=${!v}"
+done
+
+# --- 3, 4 ------------------------------------------------------------------------------------------------------
+export GOFLAGS=${GOFLAGS:--mod=mod}
+# The go command keeps its caches under HOME, which a bare CI shell may not set.
+if [[ -z "${HOME:-}" ]]; then
+	HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
+	export HOME
+fi
+export CGO_ENABLED=1 # -race needs cgo
+step "go vet"
+go vet ./...
+step "go test -race"
+go test -race -count=1 ./...
+
+# --- 5 ---------------------------------------------------------------------------------------------------------
+step build
+go build -o bin/tetherd ./cmd/tetherd
+# The sample config must stay valid (every key, defaults): tetherd -check parses and validates without starting.
+bin/tetherd -check -config etc/tetherd.toml >/dev/null || die "etc/tetherd.toml does not pass tetherd -check"
+
+# --- 6 ---------------------------------------------------------------------------------------------------------
+step tetherd
+SOCK=$TEST_DIR/tether.sock
+CONFIG=$TEST_DIR/tetherd.toml
+# Absolute paths, so the config means the same whatever tetherd's working directory.
+cat >"$CONFIG" <<TOML
+# Written by scripts/test.sh for the PHP integration tests; rewritten on every run.
+[server]
+socket = "$SOCK"
+socket_mode = "0660"
+default_timeout = "30s"
+tx_idle_timeout = "60s"
+shutdown_grace = "10s"
+default_backend = "main"
+
+[log]
+level = "debug"
+format = "text"
+
+[backends.main]
+type = "sqlite"
+dsn = "$TEST_DIR/tether.db"
+
+[backends.maria]
+type = "mysql"
+dsn = "$TETHER_TEST_MYSQL_DSN"
+
+[backends.pg]
+type = "postgres"
+dsn = "$TETHER_TEST_POSTGRES_DSN"
+TOML
+start_tetherd "$ROOT" "$SOCK" "$TEST_DIR/tetherd.log" -config "$CONFIG"
+echo "$TETHERD_PID" >"$TEST_DIR/tetherd.pid"
+
+# --- 7 ---------------------------------------------------------------------------------------------------------
+step phpunit
+phpunit_log=$TEST_DIR/phpunit.log
+junit=$TEST_DIR/phpunit-junit.xml
+phpunit_rc=0
+TETHER_SOCKET=$SOCK \
+	TETHER_TEST_BACKENDS=main,maria,pg \
+	TETHER_TEST_BACKEND_TYPES=main=sqlite,maria=mysql,pg=postgres \
+	phpunit -c clients/php/phpunit.xml.dist --do-not-cache-result --log-junit "$junit" \
+	--fail-on-skipped --fail-on-incomplete --fail-on-risky 2>&1 | tee "$phpunit_log" || phpunit_rc=$?
+# The flags above already make PHPUnit exit non-zero on these; the output is checked as well, so that a test that
+# did not run can never pass for green, whatever phpunit.xml.dist says.
+if grep -qE 'OK, but incomplete, skipped, or risky tests!|No tests executed!|(Skipped|Incomplete|Risky): [1-9]' \
+	"$phpunit_log"; then
+	die "phpunit reported skipped, incomplete or risky tests, or none at all; every test must run"
+fi
+((phpunit_rc == 0)) || die "phpunit failed (exit $phpunit_rc); tetherd log: $TEST_DIR/tetherd.log"
+# Every suite phpunit.xml.dist defines (unit, integration) must have run tests: an empty or filtered-out suite would
+# otherwise pass unnoticed.
+python3 - clients/php/phpunit.xml.dist "$junit" <<'PY' || die "a PHPUnit suite ran no tests (see $junit)"
+import sys, xml.etree.ElementTree as ET
+defined = [s.get("name") for s in ET.parse(sys.argv[1]).getroot().iter("testsuite")]
+ran = {}
+for s in ET.parse(sys.argv[2]).getroot().iter("testsuite"):
+    ran.setdefault(s.get("name"), s)
+ok = bool(defined)
+for name in defined:
+    s = ran.get(name)
+    if s is None:
+        print(f"==> phpunit suite {name}: did not run", file=sys.stderr)
+        ok = False
+        continue
+    print(f"==> phpunit suite {name}: {s.get('tests')} tests, {s.get('failures')} failures, "
+          f"{s.get('errors')} errors, {s.get('skipped')} skipped", file=sys.stderr)
+    ok = ok and int(s.get("tests", "0")) > 0
+sys.exit(0 if ok else 1)
+PY
+
+# --- 8 ---------------------------------------------------------------------------------------------------------
+step shutdown
+tetherd_rc=0
+stop_tetherd || tetherd_rc=$?
+((tetherd_rc == 0)) || { tail_file "$TEST_DIR/tetherd.log"; die "tetherd exited $tetherd_rc on SIGTERM (want 0)"; }
+rm -f "$TEST_DIR/tetherd.pid"
+
+# --- 9 ---------------------------------------------------------------------------------------------------------
+step quickstart
+QS_DIR=$TEST_DIR/quickstart
+mkdir -p "$QS_DIR/var"
+start_tetherd "$QS_DIR" "$QS_DIR/var/tether.sock" "$TEST_DIR/tetherd-quickstart.log"
+echo "$TETHERD_PID" >"$TEST_DIR/tetherd.pid"
+qs_rc=0
+env -u TETHER_TEST_BACKENDS -u TETHER_TEST_BACKEND_TYPES TETHER_SOCKET="$QS_DIR/var/tether.sock" \
+	php clients/php/examples/quickstart.php || qs_rc=$?
+((qs_rc == 0)) || { tail_file "$TEST_DIR/tetherd-quickstart.log"; die "quickstart.php exited $qs_rc (want 0)"; }
+tetherd_rc=0
+stop_tetherd || tetherd_rc=$?
+((tetherd_rc == 0)) || { tail_file "$TEST_DIR/tetherd-quickstart.log"; die "tetherd exited $tetherd_rc on SIGTERM (want 0)"; }
+rm -f "$TEST_DIR/tetherd.pid"
+STEP=finished
