@@ -73,3 +73,38 @@ func TestBackend(t *testing.T) {
 		},
 	})
 }
+
+// TestBackend_PreparesOnce checks on the server that a statement run many times
+// is prepared once on its connection, not once per run.
+func TestBackend_PreparesOnce(t *testing.T) {
+	cfg := tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"))
+	cfg.MaxConns, cfg.MinConns = 1, 1 // every statement on the same session
+	b, err := mysql.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	prepares := func() int64 {
+		r, err := b.Query(ctx, tether.Statement{SQL: "SHOW SESSION STATUS LIKE 'Com_stmt_prepare'"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		fmt.Sscan(fmt.Sprint(r.Rows[0][1]), &n)
+		return n
+	}
+	prepares() // the status statement itself is prepared (once) here
+	before := prepares()
+	for i := 0; i < 50; i++ {
+		if _, err := b.Query(ctx, tether.Statement{SQL: "SELECT ? + 1", Params: []any{int64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := prepares() - before; d != 1 {
+		t.Fatalf("50 runs of one statement prepared it %d times on the session", d)
+	}
+}

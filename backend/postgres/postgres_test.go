@@ -62,3 +62,32 @@ func TestBackend(t *testing.T) {
 		},
 	})
 }
+
+// TestBackend_PreparesOnce checks on the server that a statement run many times
+// stays prepared on its session and is not prepared again per run.
+func TestBackend_PreparesOnce(t *testing.T) {
+	cfg := tether.DefaultBackendConfig("postgres", backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN"))
+	cfg.MaxConns, cfg.MinConns = 1, 1
+	b, err := postgres.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	const q = "SELECT $1::int + 1"
+	for i := 0; i < 50; i++ {
+		if _, err := b.Query(ctx, tether.Statement{SQL: q, Params: []any{int64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := b.Query(ctx, tether.Statement{SQL: "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", Params: []any{q}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fmt.Sprint(r.Rows[0][0]); n != "1" {
+		t.Fatalf("statement prepared %s times on the session after 50 runs", n)
+	}
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-php/tether/wire"
+)
+
+func writeConfig(t *testing.T, dir, extra string) string {
+	t.Helper()
+	path := filepath.Join(dir, "tetherd.toml")
+	cfg := `
+[server]
+socket = "` + filepath.Join(dir, "t.sock") + `"
+socket_mode = "0600"
+` + extra + `
+[log]
+level = "warn"
+
+[backends.main]
+type = "sqlite"
+dsn = "` + filepath.Join(dir, "t.db") + `"
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// start runs Main in the background and waits for its socket.
+func start(t *testing.T, args ...string) (*Main, chan error, string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	m := &Main{Stdout: io.Discard, Stderr: &stderr, Signals: make(chan os.Signal, 2)}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(context.Background(), args) }()
+	sock := filepath.Join(filepath.Dir(args[len(args)-1]), "t.sock")
+	for i := 0; i < 500; i++ {
+		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return m, done, sock
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("tetherd exited before it was ready: %v\n%s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("socket %s never appeared", sock)
+	return nil, nil, ""
+}
+
+func roundTrip(t *testing.T, c net.Conn, r wire.Request) *wire.Reply {
+	t.Helper()
+	b, st := wire.BeginFrame(nil)
+	if _, err := c.Write(wire.EndFrame(wire.AppendRequest(b, &r), st)); err != nil {
+		t.Fatal(err)
+	}
+	var h [4]byte
+	if _, err := io.ReadFull(c, h[:]); err != nil {
+		t.Fatalf("read reply to %s: %v", r.Op, err)
+	}
+	p := make([]byte, binary.BigEndian.Uint32(h[:]))
+	io.ReadFull(c, p)
+	rep, err := wire.DecodeReply(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestMain_Check(t *testing.T) {
+	var out bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: io.Discard}
+	if err := m.Run(context.Background(), []string{"-check", "-config", writeConfig(t, t.TempDir(), "")}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "config ok") {
+		t.Fatalf("output %q", out.String())
+	}
+	err := m.Run(context.Background(), []string{"-check", "-config", writeConfig(t, t.TempDir(), `max_frame_bytes = 3`)})
+	if err == nil || !strings.Contains(err.Error(), "server.max_frame_bytes = 3") {
+		t.Fatalf("invalid config: %v", err)
+	}
+}
+
+func TestMain_SocketFile(t *testing.T) {
+	t.Run("ModeFromConfig", func(t *testing.T) {
+		m, done, sock := start(t, "-config", writeConfig(t, t.TempDir(), ""))
+		fi, err := os.Stat(sock)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("socket mode %v, %v", fi.Mode(), err)
+		}
+		m.Signals <- syscall.SIGTERM
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			t.Fatalf("socket left behind: %v", err)
+		}
+	})
+	t.Run("OldSocketReplaced", func(t *testing.T) {
+		dir := t.TempDir()
+		ln, err := net.Listen("unix", filepath.Join(dir, "t.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close() // leaves a stale socket file, as a crashed daemon would
+		m, done, _ := start(t, "-config", writeConfig(t, dir, ""))
+		m.Signals <- syscall.SIGTERM
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("RegularFileKept", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "t.sock")
+		os.WriteFile(path, []byte("precious"), 0o644)
+		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Signals: make(chan os.Signal, 1)}
+		err := m.Run(context.Background(), []string{"-config", writeConfig(t, dir, "")})
+		if err == nil || !strings.Contains(err.Error(), "not a socket") {
+			t.Fatalf("got %v", err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != "precious" {
+			t.Fatal("a regular file at the socket path was removed")
+		}
+	})
+}
+
+const slowSQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) FROM c"
+
+func TestMain_Signals(t *testing.T) {
+	t.Run("DrainThenExit", func(t *testing.T) {
+		m, done, sock := start(t, "-config", writeConfig(t, t.TempDir(), ""))
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		tx := roundTrip(t, c, wire.Request{ID: 1, Op: wire.OpBegin}).Fields["tx"]
+		if tx == nil {
+			t.Fatal("no transaction")
+		}
+		m.Signals <- syscall.SIGTERM
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("did not exit after SIGTERM with an idle transaction open")
+		}
+	})
+	t.Run("SecondSignalExitsAtOnce", func(t *testing.T) {
+		m, done, sock := start(t, "-config", writeConfig(t, t.TempDir(), `shutdown_grace = "1m"`))
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		b, st := wire.BeginFrame(nil)
+		c.Write(wire.EndFrame(wire.AppendRequest(b, &wire.Request{ID: 1, Op: wire.OpQuery, SQL: slowSQL, TimeoutMS: 60000}), st))
+		time.Sleep(50 * time.Millisecond)
+		m.Signals <- syscall.SIGTERM
+		select {
+		case err := <-done:
+			t.Fatalf("exited with a request in flight and grace left: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		start := time.Now()
+		m.Signals <- syscall.SIGINT
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "second signal") {
+				t.Fatalf("got %v", err)
+			}
+			if el := time.Since(start); el > 2*time.Second {
+				t.Fatalf("second signal took %s", el)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("second signal did not exit")
+		}
+	})
+}
