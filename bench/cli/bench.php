@@ -1,0 +1,812 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * bench/cli/bench.php: per-call latency of Tether and of mysqli from the PHP CLI, tetherd's CPU per request, and the
+ * backend connections tetherd uses.
+ *
+ * Run it through bench/cli/run.sh, which starts a throwaway MariaDB and tetherd and passes their coordinates in the
+ * environment. It prints markdown on stdout (progress on stderr) and, with --json FILE, the raw numbers as JSON.
+ *
+ *   php bench/cli/bench.php [--quick] [--iterations N] [--warmup N] [--rounds N] [--newconn-iterations N]
+ *                           [--load-procs N] [--load-pings N] [--load-reads N] [--json FILE]
+ *
+ * Latency rows are measured in --rounds rounds (5): each round runs every row for its share of the iterations, so
+ * that a noisy minute on the shared machine hits every row alike and the ratios between rows stay fair.
+ *
+ * Environment (all set by run.sh):
+ *   TETHER_SOCKET    tetherd's Unix socket                 TETHERD_PID   tetherd's pid (for /proc CPU readings)
+ *   MARIADB_SOCKET   MariaDB's Unix socket                 MARIADB_PID   mariadbd's pid
+ *   BENCH_DB_NAME    the database (tether_test)
+ *   BENCH_TETHER_DB_USER                                    the MariaDB user tetherd connects as (tether)
+ *   BENCH_MYSQLI_USER / BENCH_MYSQLI_PASSWORD               the user of the mysqli rows (bench / bench): another
+ *                                                           user, so that tetherd's connections can be counted
+ *   BENCH_ADMIN_USER / BENCH_ADMIN_PASSWORD                 a user that may FLUSH STATUS (root / empty)
+ *   CLK_TCK          clock ticks per second of /proc/<pid>/stat (getconf CLK_TCK; 100)
+ *   BENCH_TMPDIR     where the load workers leave their latencies (the system's temp dir)
+ *   BENCH_NO_CLIENT=1  skip the Tether PHP client (raw frames only), as when it is not usable
+ *
+ * Worker mode (the loaded runs start these with proc_open):
+ *   php bench.php --worker OP VIA COUNT LATFILE
+ * sets up, warms up, prints "ready", waits for a line on stdin, makes COUNT calls, writes their latencies (ns,
+ * packed uint32) to LATFILE and prints one JSON line with its start/end hrtime and its own CPU time.
+ */
+
+const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
+const TABLE_ROWS = 10000;
+const REFERENCE = 'mysqli-p-prepared';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Configuration
+
+function env(string $name, ?string $default = null): string
+{
+    $v = getenv($name);
+    if ($v === false || $v === '') {
+        if ($default === null) {
+            fwrite(STDERR, "bench.php: environment variable $name is required (run bench/cli/run.sh)\n");
+            exit(2);
+        }
+        return $default;
+    }
+    return $v;
+}
+
+function progress(string $msg): void
+{
+    fwrite(STDERR, "  .. $msg\n");
+}
+
+final class Cfg
+{
+    public static string $tetherSocket;
+    public static int $tetherdPid;
+    public static string $dbSocket;
+    public static int $mariadbPid;
+    public static string $dbName;
+    public static string $tetherDbUser;
+    public static string $user;
+    public static string $pass;
+    public static string $adminUser;
+    public static string $adminPass;
+    public static int $clkTck;
+
+    public static function load(): void
+    {
+        self::$tetherSocket = env('TETHER_SOCKET');
+        self::$tetherdPid = (int) env('TETHERD_PID');
+        self::$dbSocket = env('MARIADB_SOCKET');
+        self::$mariadbPid = (int) env('MARIADB_PID');
+        self::$dbName = env('BENCH_DB_NAME', 'tether_test');
+        self::$tetherDbUser = env('BENCH_TETHER_DB_USER', 'tether');
+        self::$user = env('BENCH_MYSQLI_USER', 'bench');
+        self::$pass = env('BENCH_MYSQLI_PASSWORD', 'bench');
+        self::$adminUser = env('BENCH_ADMIN_USER', 'root');
+        self::$adminPass = getenv('BENCH_ADMIN_PASSWORD') ?: '';
+        self::$clkTck = (int) env('CLK_TCK', '100');
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Process accounting from /proc
+
+/** cpu_ticks returns utime+stime of a process (all its threads, living and exited), in clock ticks. */
+function cpu_ticks(int $pid): int
+{
+    $stat = @file_get_contents("/proc/$pid/stat");
+    if ($stat === false) {
+        throw new RuntimeException("cannot read /proc/$pid/stat: process gone?");
+    }
+    // Fields after "comm)" start at field 3 (state); utime is field 14, stime field 15.
+    $f = explode(' ', substr($stat, strrpos($stat, ')') + 2));
+    return (int) $f[11] + (int) $f[12];
+}
+
+/**
+ * thread_stats returns, summed over the process's live threads, the CPU time in ns (/proc/PID/task/TID/schedstat,
+ * first field: ns resolution where utime+stime has 10 ms ticks) and the context switches (voluntary + not).
+ *
+ * @return array{0: int, 1: int}
+ */
+function thread_stats(int $pid): array
+{
+    $ns = 0;
+    $ctx = 0;
+    foreach (glob("/proc/$pid/task/*", GLOB_ONLYDIR) ?: [] as $task) {
+        $s = @file_get_contents("$task/schedstat");
+        if ($s !== false) {
+            $ns += (int) $s;
+        }
+        $st = @file_get_contents("$task/status");
+        if ($st !== false && preg_match_all('/^(?:nonvoluntary_|voluntary_)ctxt_switches:\s+(\d+)/m', $st, $m)) {
+            $ctx += array_sum(array_map('intval', $m[1]));
+        }
+    }
+    return [$ns, $ctx];
+}
+
+/** machine_busy_ticks returns the CPU time of the whole machine (all CPUs, not idle or iowait) in clock ticks. */
+function machine_busy_ticks(): int
+{
+    $f = preg_split('/\s+/', trim(strtok(file_get_contents('/proc/stat'), "\n")));
+    // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is inside user already.
+    return (int) $f[1] + (int) $f[2] + (int) $f[3] + (int) $f[6] + (int) $f[7] + (int) $f[8];
+}
+
+/** own_cpu_ticks returns this process's CPU time plus that of its waited-for children (the load workers), in ticks. */
+function own_cpu_ticks(): float
+{
+    $us = 0.0;
+    foreach ([0, 1] as $who) {
+        $r = getrusage($who);
+        $us += $r['ru_utime.tv_sec'] * 1e6 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1e6 + $r['ru_stime.tv_usec'];
+    }
+    return $us * Cfg::$clkTck / 1e6;
+}
+
+/** @return array{wall: float, machine: int, ours: float} */
+function busy_snapshot(): array
+{
+    return ['wall' => microtime(true), 'machine' => machine_busy_ticks(),
+        'ours' => own_cpu_ticks() + cpu_ticks(Cfg::$tetherdPid) + cpu_ticks(Cfg::$mariadbPid)];
+}
+
+const STATUS_VARS = ['Connections', 'Questions', 'Com_select', 'Com_stmt_prepare', 'Com_stmt_execute', 'Com_stmt_close'];
+
+/** @return array<string, int> */
+function db_status(mysqli $admin, array $vars = STATUS_VARS): array
+{
+    $in = "'" . implode("','", $vars) . "'";
+    $out = [];
+    foreach ($admin->query("SHOW GLOBAL STATUS WHERE Variable_name IN ($in)")->fetch_all() as [$k, $v]) {
+        $out[$k] = (int) $v;
+    }
+    return $out;
+}
+
+/** tether_conns counts the MariaDB connections of tetherd's user. */
+function tether_conns(mysqli $admin): int
+{
+    $u = $admin->real_escape_string(Cfg::$tetherDbUser);
+    return (int) $admin->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = '$u'")->fetch_row()[0];
+}
+
+/** snapshot reads every counter a Meter compares. @return array<string, int> */
+function snapshot(mysqli $admin): array
+{
+    [$tns, $tctx] = thread_stats(Cfg::$tetherdPid);
+    $s = [
+        'tetherd_ticks' => cpu_ticks(Cfg::$tetherdPid),
+        'tetherd_ns' => $tns,
+        'tetherd_ctx' => $tctx,
+        'mariadb_ticks' => cpu_ticks(Cfg::$mariadbPid),
+    ];
+    foreach (db_status($admin) as $k => $v) {
+        $s["db_$k"] = $v;
+    }
+    return $s;
+}
+
+/** Counters accumulates snapshot differences over one or more measured windows. */
+final class Counters
+{
+    /** @var array<string, int> */
+    public array $sum = [];
+    private array $start;
+
+    public function __construct(private mysqli $admin)
+    {
+    }
+
+    public function start(): void
+    {
+        $this->start = snapshot($this->admin);
+    }
+
+    public function stop(): void
+    {
+        foreach (snapshot($this->admin) as $k => $v) {
+            // Our own SHOW GLOBAL STATUS is counted in Questions; take it out.
+            $this->sum[$k] = ($this->sum[$k] ?? 0) + $v - $this->start[$k] - ($k === 'db_Questions' ? 1 : 0);
+        }
+    }
+
+    /** @return array<string, float> per-call figures */
+    public function per(int $calls): array
+    {
+        $tick = 1e6 / Cfg::$clkTck;
+        $out = [
+            'tetherd_cpu_us' => $this->sum['tetherd_ticks'] * $tick / $calls,      // utime+stime
+            'tetherd_cpu_us_ns' => $this->sum['tetherd_ns'] / 1000 / $calls,      // schedstat
+            'tetherd_ctx' => $this->sum['tetherd_ctx'] / $calls,
+            'mariadb_cpu_us' => $this->sum['mariadb_ticks'] * $tick / $calls,
+            'tetherd_ticks' => $this->sum['tetherd_ticks'],
+        ];
+        foreach ($this->sum as $k => $v) {
+            if (str_starts_with($k, 'db_')) {
+                $out[$k] = $v / $calls;
+            }
+        }
+        return $out;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tether over raw frames
+
+final class RawTether
+{
+    /** @var resource */
+    private $s;
+    private int $id = 0;
+
+    public function __construct(string $socket)
+    {
+        $s = stream_socket_client('unix://' . $socket, $errno, $errstr, 5, STREAM_CLIENT_CONNECT | STREAM_CLIENT_PERSISTENT);
+        if ($s === false) {
+            throw new RuntimeException("connect $socket: $errstr ($errno)");
+        }
+        stream_set_timeout($s, 30);
+        $this->s = $s;
+    }
+
+    public function call(array $req): array
+    {
+        $p = msgpack_pack(['id' => ++$this->id] + $req);
+        $frame = pack('N', strlen($p)) . $p;
+        if (fwrite($this->s, $frame) !== strlen($frame)) {
+            throw new RuntimeException('write to tetherd failed');
+        }
+        $reply = msgpack_unpack($this->readN(unpack('N', $this->readN(4))[1]));
+        if (!is_array($reply) || ($reply['id'] ?? null) !== $this->id) {
+            throw new RuntimeException('unexpected reply: ' . json_encode($reply));
+        }
+        if (isset($reply['error'])) {
+            throw new RuntimeException('tetherd error: ' . json_encode($reply['error']));
+        }
+        return $reply;
+    }
+
+    private function readN(int $n): string
+    {
+        $buf = fread($this->s, $n);
+        while ($buf !== false && strlen($buf) < $n) {
+            $more = fread($this->s, $n - strlen($buf));
+            if ($more === false || ($more === '' && (feof($this->s) || stream_get_meta_data($this->s)['timed_out']))) {
+                $buf = false;
+                break;
+            }
+            $buf .= $more;
+        }
+        if ($buf === false) {
+            throw new RuntimeException('read from tetherd failed');
+        }
+        return $buf;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tether PHP client
+
+/** client_unusable loads clients/php (its autoload.php, else PSR-4 from src/) and returns null, or why Tether\Client cannot be used. */
+function client_unusable(): ?string
+{
+    static $why = false;
+    if ($why !== false) {
+        return $why;
+    }
+    if (getenv('BENCH_NO_CLIENT') === '1') {
+        return $why = 'disabled with BENCH_NO_CLIENT=1';
+    }
+    $dir = dirname(__DIR__, 2) . '/clients/php';
+    if (is_file("$dir/autoload.php")) {
+        require_once "$dir/autoload.php";
+    } else {
+        spl_autoload_register(static function (string $class) use ($dir): void {
+            if (strncmp($class, 'Tether\\', 7) === 0) {
+                $file = "$dir/src/" . str_replace('\\', '/', substr($class, 7)) . '.php';
+                if (is_file($file)) {
+                    require $file;
+                }
+            }
+        });
+    }
+    try {
+        if (!class_exists('Tether\\Client')) {
+            return $why = 'clients/php/src/Client.php not found';
+        }
+        $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
+        $c->ping();
+        $row = $c->queryOne(SQL_POINT, [1]);
+        if (($row['id'] ?? null) != 1) {
+            return $why = 'Tether\\Client::queryOne returned ' . json_encode($row);
+        }
+    } catch (Throwable $e) {
+        return $why = get_class($e) . ': ' . $e->getMessage();
+    }
+    return $why = null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The calls being measured. Each make() sets up and returns fn(int $id): void, which makes one call and checks it.
+
+function mysqli_open(bool $persistent = false): mysqli
+{
+    return new mysqli(($persistent ? 'p:' : '') . 'localhost', Cfg::$user, Cfg::$pass, Cfg::$dbName, 0, Cfg::$dbSocket);
+}
+
+function check_row(mixed $got, int $id): void
+{
+    if ($got != $id) {
+        throw new RuntimeException("point read of id $id returned id " . var_export($got, true));
+    }
+}
+
+/** @return array<string, array{label: string, group: string, tether: bool, client?: bool, newconn?: bool, make: callable}> */
+function calls(): array
+{
+    return [
+        'tether-ping-raw' => ['label' => 'Tether ping, raw frames', 'group' => 'ping', 'tether' => true, 'make' => static function () {
+            $t = new RawTether(Cfg::$tetherSocket);
+            return static function (int $id) use ($t): void {
+                $t->call(['op' => 'ping']);
+            };
+        }],
+        'tether-ping-client' => ['label' => 'Tether ping, PHP client', 'group' => 'ping', 'tether' => true, 'client' => true, 'make' => static function () {
+            $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
+            return static function (int $id) use ($c): void {
+                $c->ping();
+            };
+        }],
+        'mysqli-ping-open' => ['label' => 'mysqli ping, open connection', 'group' => 'ping', 'tether' => false, 'make' => static function () {
+            $m = mysqli_open();
+            return static function (int $id) use ($m): void {
+                $m->ping();
+            };
+        }],
+        'tether-read-raw' => ['label' => 'Tether point read, raw frames', 'group' => 'read', 'tether' => true, 'make' => static function () {
+            $t = new RawTether(Cfg::$tetherSocket);
+            return static function (int $id) use ($t): void {
+                $r = $t->call(['op' => 'query', 'sql' => SQL_POINT, 'params' => [$id]]);
+                check_row($r['rows'][0][0] ?? null, $id);
+            };
+        }],
+        'tether-read-client' => ['label' => 'Tether point read, PHP client', 'group' => 'read', 'tether' => true, 'client' => true, 'make' => static function () {
+            $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
+            return static function (int $id) use ($c): void {
+                check_row($c->queryOne(SQL_POINT, [$id])['id'] ?? null, $id);
+            };
+        }],
+        'mysqli-new' => ['label' => 'mysqli new connection per call, prepared', 'group' => 'read', 'tether' => false, 'newconn' => true, 'make' => static function () {
+            return static function (int $id): void {
+                $m = mysqli_open();
+                $st = $m->prepare(SQL_POINT);
+                $st->bind_param('i', $id);
+                $st->execute();
+                check_row($st->get_result()->fetch_assoc()['id'] ?? null, $id);
+                $st->close();
+                $m->close();
+            };
+        }],
+        'mysqli-p-prepared' => ['label' => 'mysqli p: per call, prepared', 'group' => 'read', 'tether' => false, 'make' => static function () {
+            return static function (int $id): void {
+                // Reusing a persistent link, mysqli sends COM_CHANGE_USER (a session reset with re-authentication).
+                $m = mysqli_open(true);
+                $st = $m->prepare(SQL_POINT);
+                $st->bind_param('i', $id);
+                $st->execute();
+                check_row($st->get_result()->fetch_assoc()['id'] ?? null, $id);
+                $st->close();
+                $m->close(); // the link goes back to the process's pool, as at the end of a php-fpm request
+            };
+        }],
+        'mysqli-p-query' => ['label' => 'mysqli p: per call, query (int-cast)', 'group' => 'read', 'tether' => false, 'make' => static function () {
+            return static function (int $id): void {
+                $m = mysqli_open(true);
+                $r = $m->query('SELECT id, name, score, created FROM bench_kv WHERE id = ' . (int) $id);
+                check_row($r->fetch_assoc()['id'] ?? null, $id);
+                $r->free();
+                $m->close();
+            };
+        }],
+        'mysqli-open-prepared' => ['label' => 'mysqli open connection, prepared once', 'group' => 'read', 'tether' => false, 'make' => static function () {
+            $m = mysqli_open();
+            $st = $m->prepare(SQL_POINT);
+            return static function (int $id) use ($m, $st): void {
+                $st->bind_param('i', $id);
+                $st->execute();
+                check_row($st->get_result()->fetch_assoc()['id'] ?? null, $id);
+            };
+        }],
+        'mysqli-open-query' => ['label' => 'mysqli open connection, query (int-cast)', 'group' => 'read', 'tether' => false, 'make' => static function () {
+            $m = mysqli_open();
+            return static function (int $id) use ($m): void {
+                $r = $m->query('SELECT id, name, score, created FROM bench_kv WHERE id = ' . (int) $id);
+                check_row($r->fetch_assoc()['id'] ?? null, $id);
+                $r->free();
+            };
+        }],
+    ];
+}
+
+/** random_ids returns $n primary keys, the same sequence for the same seed. */
+function random_ids(int $n, int $seed): array
+{
+    mt_srand($seed);
+    $ids = [];
+    for ($i = 0; $i < $n; $i++) {
+        $ids[] = mt_rand(1, TABLE_ROWS);
+    }
+    return $ids;
+}
+
+/** @param list<int> $lat latencies in ns @return array{p50: float, p99: float, mean: float} in us */
+function summarize(array $lat): array
+{
+    sort($lat);
+    $n = count($lat);
+    $pct = static fn (float $p): float => $lat[min($n - 1, (int) floor($p * $n))] / 1000;
+    return ['p50' => $pct(0.50), 'p99' => $pct(0.99), 'mean' => array_sum($lat) / $n / 1000];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Solo latency rows, in rounds
+
+/**
+ * run_rows measures every row in $selected: a full warm-up each, then $rounds rounds in which every row makes its
+ * share of the calls (after a short re-warm-up), each call timed alone.
+ *
+ * @param array<string, int> $selected key => iterations
+ */
+function run_rows(array $calls, array $selected, int $warmup, int $rounds, mysqli $admin): array
+{
+    $state = [];
+    foreach ($selected as $key => $n) {
+        $fn = ($calls[$key]['make'])();
+        $w = min($warmup, $n);
+        foreach (random_ids($w, crc32("warm $key")) as $id) {
+            $fn($id);
+        }
+        $state[$key] = ['fn' => $fn, 'ids' => random_ids($n, crc32($key)), 'lat' => [], 'ctr' => new Counters($admin), 'done' => 0];
+    }
+    for ($r = 0; $r < $rounds; $r++) {
+        foreach ($selected as $key => $n) {
+            $st = &$state[$key];
+            $share = intdiv($n * ($r + 1), $rounds) - intdiv($n * $r, $rounds);
+            $fn = $st['fn'];
+            foreach (random_ids(min(200, $warmup, $share), crc32("rewarm $key $r")) as $id) {
+                $fn($id);
+            }
+            $ids = $st['ids'];
+            $lat = &$st['lat'];
+            $from = $st['done'];
+            $to = $from + $share;
+            $st['ctr']->start();
+            for ($i = $from; $i < $to; $i++) {
+                $id = $ids[$i];
+                $t = hrtime(true);
+                $fn($id);
+                $lat[] = hrtime(true) - $t;
+            }
+            $st['ctr']->stop();
+            $st['done'] = $to;
+            unset($lat, $st);
+        }
+        progress(sprintf('round %d/%d done', $r + 1, $rounds));
+    }
+    $rows = [];
+    foreach ($selected as $key => $n) {
+        $call = $calls[$key];
+        $rows[] = ['key' => $key, 'label' => $call['label'], 'group' => $call['group'], 'tether' => $call['tether'],
+            'iterations' => $n] + summarize($state[$key]['lat']) + $state[$key]['ctr']->per($n);
+    }
+    return $rows; // the closures die with $state: open connections close, the p: link stays cached
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Loaded runs: N worker processes at once, COUNT calls each
+
+function run_load(string $label, string $op, string $via, int $procs, int $count, mysqli $admin): array
+{
+    $workers = [];
+    for ($w = 0; $w < $procs; $w++) {
+        $latFile = tempnam(getenv('BENCH_TMPDIR') ?: sys_get_temp_dir(), 'tether-bench-lat.');
+        $cmd = [PHP_BINARY, '-d', 'memory_limit=512M', __FILE__, '--worker', $op, $via, (string) $count, $latFile];
+        $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
+        if ($p === false) {
+            throw new RuntimeException('proc_open failed');
+        }
+        $workers[] = ['proc' => $p, 'in' => $pipes[0], 'out' => $pipes[1], 'lat' => $latFile];
+    }
+    foreach ($workers as $w) {
+        $line = fgets($w['out']);
+        if (trim((string) $line) !== 'ready') {
+            throw new RuntimeException("load worker ($op/$via) failed to start: " . var_export($line, true));
+        }
+    }
+    $ctr = new Counters($admin);
+    $ctr->start();
+    $maxConns = tether_conns($admin);
+    foreach ($workers as $w) {
+        fwrite($w['in'], "go\n");
+        fflush($w['in']);
+    }
+    // Wait for every worker's report, counting tetherd's backend connections every 20 ms meanwhile.
+    $results = [];
+    $pending = array_keys($workers);
+    while ($pending) {
+        $read = array_map(static fn ($i) => $workers[$i]['out'], $pending);
+        $w = $e = null;
+        if (stream_select($read, $w, $e, 0, 20000) === 0) {
+            $maxConns = max($maxConns, tether_conns($admin));
+            continue;
+        }
+        foreach ($pending as $j => $i) {
+            if (in_array($workers[$i]['out'], $read, true)) {
+                $line = fgets($workers[$i]['out']);
+                $r = json_decode((string) $line, true);
+                if (!is_array($r)) {
+                    throw new RuntimeException("load worker ($op/$via) failed: " . var_export($line, true));
+                }
+                $results[] = $r;
+                unset($pending[$j]);
+            }
+        }
+    }
+    $ctr->stop();
+    $maxConns = max($maxConns, tether_conns($admin));
+    $total = $procs * $count;
+    $lat = [];
+    foreach ($workers as $w) {
+        fclose($w['in']);
+        fclose($w['out']);
+        if (($rc = proc_close($w['proc'])) !== 0) {
+            throw new RuntimeException("load worker ($op/$via) exited with $rc");
+        }
+        $lat = array_merge($lat, array_values(unpack('V*', file_get_contents($w['lat']))));
+        unlink($w['lat']);
+    }
+    $wall = (max(array_column($results, 'end')) - min(array_column($results, 'start'))) / 1e9;
+    return ['label' => $label, 'op' => $op, 'via' => $via, 'procs' => $procs, 'requests' => $total, 'wall_s' => $wall,
+        'rps' => $total / $wall, 'php_cpu_us' => array_sum(array_column($results, 'cpu_us')) / $total,
+        'tether_conns_max' => $maxConns] + summarize($lat) + $ctr->per($total);
+}
+
+function rusage_us(): float
+{
+    $r = getrusage();
+    return $r['ru_utime.tv_sec'] * 1e6 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1e6 + $r['ru_stime.tv_usec'];
+}
+
+function worker_main(array $argv): int
+{
+    [, , $op, $via, $count, $latFile] = $argv;
+    $count = (int) $count;
+    $key = match ([$op, $via]) {
+        ['ping', 'raw'] => 'tether-ping-raw',
+        ['ping', 'client'] => 'tether-ping-client',
+        ['read', 'raw'] => 'tether-read-raw',
+        ['read', 'client'] => 'tether-read-client',
+        ['read', 'mysqli-p'] => 'mysqli-p-prepared',
+        default => throw new RuntimeException("unknown worker $op/$via"),
+    };
+    if ($via === 'client' && ($why = client_unusable()) !== null) {
+        throw new RuntimeException("PHP client unusable: $why");
+    }
+    $fn = (calls()[$key]['make'])();
+    $ids = random_ids($count + 500, getmypid());
+    for ($i = 0; $i < 500; $i++) {
+        $fn($ids[$count + $i]);
+    }
+    echo "ready\n";
+    fgets(STDIN);
+    $lat = array_fill(0, $count, 0);
+    $cpu0 = rusage_us();
+    $start = hrtime(true);
+    for ($i = 0; $i < $count; $i++) {
+        $id = $ids[$i];
+        $t = hrtime(true);
+        $fn($id);
+        $lat[$i] = hrtime(true) - $t;
+    }
+    $end = hrtime(true);
+    $cpu = rusage_us() - $cpu0;
+    file_put_contents($latFile, pack('V*', ...$lat));
+    echo json_encode(['start' => $start, 'end' => $end, 'cpu_us' => $cpu]), "\n";
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Output
+
+function f(float $v, int $dec = 1): string
+{
+    return number_format($v, $dec, '.', '');
+}
+
+function print_report(array $rows, array $loads, array $conns, array $opt, ?string $clientWhy): void
+{
+    $byKey = array_column($rows, null, 'key');
+    $ref = $byKey[REFERENCE]['p50'] ?? null;
+    $refLabel = $byKey[REFERENCE]['label'] ?? REFERENCE;
+
+    printf("Other processes used %.1f%% of the machine's CPU time during the %.0f s of measurement%s.\n\n", $opt['foreign_cpu_pct'], $opt['wall_s'],
+        $opt['foreign_cpu_pct'] > 5 ? ' (**a busy machine: these numbers are skewed; run again when it is quiet**)' : '');
+    echo "#### Latency: one PHP CLI process, one call at a time\n\n";
+    printf("Wall time of each call (hrtime), measured in %d interleaved rounds after %d warm-up calls per row. "
+        . "Point reads fetch one random row of %s by primary key. Ratio: p50 / p50 of \"%s\". "
+        . "Per call: tetherd's CPU (sum of /proc/PID/task/*/schedstat, ns resolution) and context switches (all threads), "
+        . "mariadbd's CPU (utime+stime).\n\n",
+        $opt['rounds'], $opt['warmup'], number_format(TABLE_ROWS), $refLabel);
+    echo "| row | calls | p50 us | p99 us | mean us | p50 ratio to mysqli p: | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call |\n";
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    foreach ($rows as $r) {
+        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", $r['label'], $r['iterations'], f($r['p50']), f($r['p99']), f($r['mean']),
+            $ref ? f($r['p50'] / $ref, 2) : '-', $r['tether'] ? f($r['tetherd_cpu_us_ns']) : '-', $r['tether'] ? f($r['tetherd_ctx'], 2) : '-',
+            f($r['mariadb_cpu_us']));
+    }
+    if ($clientWhy !== null) {
+        echo "\nThe Tether PHP client rows were skipped: $clientWhy\n";
+    }
+
+    echo "\n#### MariaDB work per call (SHOW GLOBAL STATUS deltas over each row)\n\n";
+    echo "MariaDB counts no COM_CHANGE_USER: each reuse of a mysqli `p:` link sends one (session reset and "
+        . "re-authentication, one more round trip), visible in the general log only.\n\n";
+    echo "| row | Connections | Questions | Com_select | Com_stmt_prepare | Com_stmt_execute | Com_stmt_close |\n";
+    echo "|---|---:|---:|---:|---:|---:|---:|\n";
+    foreach ($rows as $r) {
+        printf("| %s | %s | %s | %s | %s | %s | %s |\n", $r['label'], f($r['db_Connections'], 2), f($r['db_Questions'], 2),
+            f($r['db_Com_select'], 2), f($r['db_Com_stmt_prepare'], 2), f($r['db_Com_stmt_execute'], 2), f($r['db_Com_stmt_close'], 2));
+    }
+
+    echo "\n#### Under load: {$opt['procs']} PHP CLI processes at once\n\n";
+    echo "Each process makes its calls back to back. calls/s: all calls over the wall time of the run. Per call: "
+        . "tetherd and mariadbd CPU from utime+stime (/proc/PID/stat), tetherd's context switches (all threads), "
+        . "the PHP workers' own CPU (getrusage).\n\n";
+    echo "| run | calls | wall s | calls/s | p50 us | p99 us | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call | PHP CPU us/call |\n";
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    foreach ($loads as $l) {
+        $t = $l['via'] !== 'mysqli-p';
+        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", $l['label'], $l['requests'], f($l['wall_s'], 2), f($l['rps'], 0),
+            f($l['p50']), f($l['p99']), $t ? f($l['tetherd_cpu_us']) : '-', $t ? f($l['tetherd_ctx'], 2) : '-',
+            f($l['mariadb_cpu_us']), f($l['php_cpu_us']));
+    }
+
+    echo "\n#### Backend connections\n\n";
+    printf("tetherd's pool: min_conns = max_conns = 4, MariaDB user `%s` (the mysqli rows use another user). "
+        . "`FLUSH STATUS` before the loaded Tether runs, then:\n\n", Cfg::$tetherDbUser);
+    printf("- tetherd's connections (PROCESSLIST): %d before, at most %d during (sampled every 20 ms), %d after the loaded Tether runs; %d at the end of the benchmark\n",
+        $conns['tether_before'], $conns['tether_max'], $conns['tether_after'], $conns['tether_end']);
+    printf("- Max_used_connections over the loaded Tether runs: %d, with %d open when they began (tetherd's %d + the benchmark's own %d); Threads_connected after: %d\n",
+        $conns['max_used'], $conns['threads_before'], $conns['tether_before'], $conns['threads_before'] - $conns['tether_before'], $conns['threads_after']);
+    printf("- new MariaDB connections during the loaded Tether runs (%s calls): %d\n", number_format($conns['tether_calls']), $conns['new_conns']);
+
+    echo "\n#### Targets\n\n";
+    foreach ($loads as $l) {
+        if ($l['op'] === 'ping') {
+            $v = $l['tetherd_cpu_us'];
+            printf("- tetherd CPU per ping under load: **%s us** (target <= 20 us): %s\n", f($v), $v <= 20 ? 'met' : '**not met**');
+        }
+    }
+    foreach (['tether-read-client', 'tether-read-raw'] as $k) {
+        if (isset($byKey[$k]) && $ref) {
+            $ratio = $byKey[$k]['p50'] / $ref;
+            printf("- %s p50 / %s p50: **%s** (target <= 1.00): %s\n", $byKey[$k]['label'], $refLabel, f($ratio, 2),
+                $ratio <= 1.0 ? 'met' : '**not met**');
+        }
+    }
+    $tr = $byKey['tether-read-client'] ?? $byKey['tether-read-raw'] ?? null;
+    if ($tr && isset($byKey['mysqli-p-query'])) {
+        printf("- for comparison, %s p50 / %s p50: %s\n", $tr['label'], $byKey['mysqli-p-query']['label'], f($tr['p50'] / $byKey['mysqli-p-query']['p50'], 2));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Main
+
+function main(array $argv): int
+{
+    mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+    Cfg::load();
+    if (($argv[1] ?? '') === '--worker') {
+        return worker_main($argv);
+    }
+
+    $quick = getenv('BENCH_QUICK') === '1';
+    $opt = [];
+    $json = null;
+    $args = array_slice($argv, 1);
+    $intOpts = ['--iterations' => 'iterations', '--warmup' => 'warmup', '--rounds' => 'rounds', '--newconn-iterations' => 'newconn',
+        '--load-procs' => 'procs', '--load-pings' => 'load_pings', '--load-reads' => 'load_reads'];
+    while ($args) {
+        $a = array_shift($args);
+        if ($a === '--quick') {
+            $quick = true;
+        } elseif ($a === '--json') {
+            $json = array_shift($args);
+        } elseif (isset($intOpts[$a]) && $args && ctype_digit($args[0])) {
+            $opt[$intOpts[$a]] = (int) array_shift($args);
+        } else {
+            fwrite(STDERR, "bench.php: bad argument $a\n");
+            return 2;
+        }
+    }
+    $opt += $quick
+        ? ['iterations' => 1000, 'warmup' => 100, 'rounds' => 2, 'newconn' => 200, 'procs' => 4, 'load_pings' => 1000, 'load_reads' => 1000]
+        : ['iterations' => 20000, 'warmup' => 1000, 'rounds' => 5, 'newconn' => 2000, 'procs' => 4, 'load_pings' => 50000, 'load_reads' => 20000];
+    foreach ($opt as $k => $v) {
+        if ($v < ($k === 'warmup' ? 0 : 1)) {
+            fwrite(STDERR, "bench.php: $k must be at least 1\n");
+            return 2;
+        }
+    }
+
+    $busy0 = busy_snapshot();
+    $admin = new mysqli('localhost', Cfg::$adminUser, Cfg::$adminPass, '', 0, Cfg::$dbSocket);
+    $clientWhy = client_unusable();
+    if ($clientWhy !== null) {
+        progress("the Tether PHP client is not usable, measuring raw frames only: $clientWhy");
+    }
+    $via = $clientWhy === null ? 'client' : 'raw';
+    $viaLabel = $via === 'client' ? 'PHP client' : 'raw frames';
+    $calls = calls();
+
+    $selected = [];
+    foreach ($calls as $key => $call) {
+        if (!empty($call['client']) && $clientWhy !== null) {
+            continue;
+        }
+        $selected[$key] = !empty($call['newconn']) ? min($opt['newconn'], $opt['iterations']) : $opt['iterations'];
+    }
+    $total = array_sum($selected);
+    progress(sprintf('latency: %d rows, %s calls in %d rounds', count($selected), number_format($total), $opt['rounds']));
+    $rows = run_rows($calls, $selected, $opt['warmup'], $opt['rounds'], $admin);
+
+    // Loaded Tether runs, with nothing else talking to MariaDB: count tetherd's connections. First let the server
+    // finish closing the connections of the rows above (a client's COM_QUIT does not wait for it), so that they
+    // are not in the Max_used_connections that FLUSH STATUS starts from.
+    $links = mysqli_get_links_stats();
+    $ours = 1 + $links['active_plinks'] + $links['cached_plinks']; // this status connection and the p: link
+    for ($deadline = microtime(true) + 3; microtime(true) < $deadline; usleep(20000)) {
+        if (db_status($admin, ['Threads_connected'])['Threads_connected'] <= tether_conns($admin) + $ours) {
+            break;
+        }
+    }
+    $admin->query('FLUSH STATUS'); // Max_used_connections := connections open now
+    $before = db_status($admin, ['Threads_connected', 'Connections']);
+    $tetherBefore = tether_conns($admin);
+    $loads = [];
+    progress("load: {$opt['procs']} x {$opt['load_pings']} Tether pings ($viaLabel)");
+    $loads[] = run_load("Tether ping ($viaLabel)", 'ping', $via, $opt['procs'], $opt['load_pings'], $admin);
+    progress("load: {$opt['procs']} x {$opt['load_reads']} Tether point reads ($viaLabel)");
+    $loads[] = run_load("Tether point read ($viaLabel)", 'read', $via, $opt['procs'], $opt['load_reads'], $admin);
+    $after = db_status($admin, ['Threads_connected', 'Connections', 'Max_used_connections']);
+    $conns = [
+        'tether_before' => $tetherBefore,
+        'tether_max' => max(array_column($loads, 'tether_conns_max')),
+        'tether_after' => tether_conns($admin),
+        'threads_before' => $before['Threads_connected'],
+        'threads_after' => $after['Threads_connected'],
+        'max_used' => $after['Max_used_connections'],
+        'new_conns' => $after['Connections'] - $before['Connections'],
+        'tether_calls' => $opt['procs'] * ($opt['load_pings'] + $opt['load_reads']),
+    ];
+    progress("load: {$opt['procs']} x {$opt['load_reads']} mysqli p: prepared point reads");
+    $loads[] = run_load('mysqli p: point read, prepared', 'read', 'mysqli-p', $opt['procs'], $opt['load_reads'], $admin);
+    $conns['tether_end'] = tether_conns($admin);
+    $busy1 = busy_snapshot();
+    $wall = $busy1['wall'] - $busy0['wall'];
+    $foreign = max(0, ($busy1['machine'] - $busy0['machine']) - ($busy1['ours'] - $busy0['ours'])) / Cfg::$clkTck;
+    $opt['foreign_cpu_pct'] = 100 * $foreign / $wall / (int) shell_exec('nproc');
+    $opt['wall_s'] = $wall;
+
+    print_report($rows, $loads, $conns, $opt + ['via' => $via], $clientWhy);
+    if ($json !== null) {
+        file_put_contents($json, json_encode(['options' => $opt, 'rows' => $rows, 'loads' => $loads, 'connections' => $conns,
+            'client_unusable' => $clientWhy], JSON_PRETTY_PRINT) . "\n");
+    }
+    return 0;
+}
+
+exit(main($argv));

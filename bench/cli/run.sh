@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# bench/cli/run.sh: the CLI benchmark. Tether round trips against mysqli, from the PHP CLI, in one run.
+#
+#   bash bench/cli/run.sh [--quick] [--write] [-- bench.php options]
+#
+# It installs the Debian 12 packages it needs when any is missing (php8.2-cli, php8.2-mysql, php8.2-msgpack,
+# mariadb-server), starts a throwaway MariaDB in var/bench/mariadb (scripts/lib/databases.sh), loads bench_kv with
+# 10,000 rows, builds bin/tetherd and starts it with a pool of 4 connections to that MariaDB, and runs
+# bench/cli/bench.php, which measures per-call latency, tetherd's CPU per request (solo and with 4 PHP processes at
+# once) and the backend connections used. It prints the results as markdown on stdout (progress on stderr) and
+# stops tetherd and MariaDB (by PID) on exit, whatever happens.
+#
+#   --quick / BENCH_QUICK=1   ~1000 calls per row: proves the command works (CI), numbers are not worth quoting
+#   --write / BENCH_WRITE=1   also rewrite the section between <!-- cli-bench:start --> and <!-- cli-bench:end -->
+#                             in docs/benchmarks.md (refused with --quick)
+#   after --, options for bench.php: --iterations N (20000), --warmup N (1000), --rounds N (5),
+#                             --newconn-iterations N (2000), --load-procs N (4), --load-pings N (50000 per process),
+#                             --load-reads N (20000 per process)
+#   BENCH_NO_CLIENT=1         measure raw frames only (what happens when the PHP client cannot be loaded)
+#
+# Files: var/bench/ (git-ignored) holds the MariaDB instance, tetherd's config, socket and log, and results.json.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
+source "$ROOT/scripts/lib/databases.sh"
+
+QUICK=${BENCH_QUICK:-0}
+WRITE=${BENCH_WRITE:-0}
+ARGS=("$@")
+BENCH_ARGS=()
+while (($#)); do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--write) WRITE=1 ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	--)
+		shift
+		BENCH_ARGS=("$@")
+		break
+		;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+[[ "$QUICK" == 1 && "$WRITE" == 1 ]] && die "--write with --quick would replace the recorded numbers with quick ones; drop one"
+
+WORK=$ROOT/var/bench
+DOC=$ROOT/docs/benchmarks.md
+T0=$(now)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Packages
+
+PACKAGES=(php8.2-cli php8.2-mysql php8.2-msgpack mariadb-server)
+missing=()
+for p in "${PACKAGES[@]}"; do
+	[[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" == installed ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	log "bench: missing ${missing[*]}; installing with apt"
+	command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} by hand"
+	# Keep the packages' init scripts from starting the system MariaDB: the benchmark starts its own.
+	policy=/usr/sbin/policy-rc.d
+	if [[ ! -e "$policy" ]]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+		policy_added=1
+	fi
+	as_root apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+	[[ -n "${policy_added:-}" ]] && as_root rm -f "$policy"
+fi
+command -v go >/dev/null || die "go is not installed"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cleanup: whatever this script started, by PID
+
+TETHERD_PID=
+BENCH_PHP_PID=
+# stop_servers stops bench.php (and its load workers), tetherd and MariaDB if this script started them; safe to call
+# twice.
+stop_servers() {
+	if [[ -n "$BENCH_PHP_PID" ]]; then
+		local w
+		for w in $(pgrep -P "$BENCH_PHP_PID" 2>/dev/null || true); do
+			kill -TERM "$w" 2>/dev/null || true
+		done
+		stop_pid "$BENCH_PHP_PID" bench.php 5
+		BENCH_PHP_PID=
+	fi
+	if [[ -n "$TETHERD_PID" ]]; then
+		log "tetherd: stopping pid $TETHERD_PID"
+		stop_pid "$TETHERD_PID" tetherd 15
+		TETHERD_PID=
+		rm -f "$WORK/tetherd.pid"
+	fi
+	stop_mariadb
+	rm -rf "$WORK/tmp"
+}
+cleanup() {
+	local rc=$?
+	stop_servers
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$WORK"
+# A tetherd left by a killed run: stop it only if it is our binary running our config.
+if [[ -r "$WORK/tetherd.pid" ]]; then
+	old=$(cat "$WORK/tetherd.pid")
+	if pid_alive "$old" && [[ "$(readlink -f "/proc/$old/exe" 2>/dev/null)" == "$ROOT/bin/tetherd"* ]] &&
+		tr '\0' ' ' <"/proc/$old/cmdline" 2>/dev/null | grep -qF "$WORK/tetherd.toml"; then
+		log "tetherd: stopping pid $old left over from an earlier run"
+		stop_pid "$old" tetherd 15
+	fi
+	rm -f "$WORK/tetherd.pid"
+fi
+clean_db_dir "$WORK/mariadb"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Build, MariaDB, data, tetherd
+
+log "bench: building bin/tetherd"
+go build -o bin/tetherd ./cmd/tetherd
+
+start_mariadb "$WORK/mariadb"
+MYSQL=$(_db_bin mariadb mysql)
+log "bench: loading bench_kv (10,000 rows)"
+"$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user="$TETHER_DB_USER" --password="$TETHER_DB_PASSWORD" \
+	--batch "$TETHER_DB_NAME" >/dev/null <<'SQL'
+CREATE TABLE bench_kv (
+	id INT PRIMARY KEY,
+	name VARCHAR(64),
+	score INT,
+	created DATETIME
+) ENGINE=InnoDB;
+SET SESSION max_recursive_iterations = 100000;
+INSERT INTO bench_kv (id, name, score, created)
+WITH RECURSIVE seq (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 10000)
+SELECT n, CONCAT('name-', n), (n * 7919) % 1000, TIMESTAMP '2026-01-01 00:00:00' - INTERVAL n MINUTE FROM seq;
+ANALYZE TABLE bench_kv;
+SQL
+# The mysqli rows connect as another user than tetherd, so that tetherd's connections can be counted apart.
+"$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user=root --batch <<SQL
+CREATE USER 'bench'@'localhost' IDENTIFIED BY 'bench';
+GRANT SELECT ON \`$TETHER_DB_NAME\`.* TO 'bench'@'localhost';
+SQL
+rows=$("$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user="$TETHER_DB_USER" --password="$TETHER_DB_PASSWORD" \
+	--batch --skip-column-names "$TETHER_DB_NAME" -e 'SELECT COUNT(*) FROM bench_kv')
+[[ "$rows" == 10000 ]] || die "bench_kv has $rows rows, want 10000"
+
+rm -f "$WORK/tether.sock"
+cat >"$WORK/tetherd.toml" <<EOF
+# Written by bench/cli/run.sh for one benchmark run.
+[server]
+socket = "$WORK/tether.sock"
+default_backend = "maria"
+
+[log]
+level = "warn"
+
+[backends.maria]
+type = "mysql"
+dsn = "$MARIADB_DSN"
+max_conns = 4
+min_conns = 4
+EOF
+log "bench: starting tetherd"
+bin/tetherd -config "$WORK/tetherd.toml" </dev/null >"$WORK/tetherd.log" 2>&1 &
+TETHERD_PID=$!
+echo "$TETHERD_PID" >"$WORK/tetherd.pid"
+deadline=$((SECONDS + 15))
+until [[ -S "$WORK/tether.sock" ]]; do
+	pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; TETHERD_PID=; die "tetherd exited during startup"; }
+	((SECONDS < deadline)) || { tail_file "$WORK/tetherd.log"; die "tetherd: no socket after 15s"; }
+	sleep 0.05
+done
+log "bench: tetherd ready (pid $TETHERD_PID)"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Machine facts, then the benchmark
+
+php_version=$(php -r 'echo PHP_VERSION;')
+maria_version=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
+go_version=$(go version | awk '{ print $3 }')
+cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+bench_date=$(date -u)
+# Other work on the machine skews everything; record how busy it was, and say so when it was.
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load_before" 'BEGIN { exit !(l > 0.5) }'; then
+	warn "load average is $load_before before the benchmark: something else is running; the numbers will be skewed"
+fi
+
+cmd="bash bench/cli/run.sh"
+((${#ARGS[@]})) && cmd+=" ${ARGS[*]}"
+for v in BENCH_QUICK BENCH_WRITE; do
+	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
+done
+
+quick_args=()
+if [[ "$QUICK" == 1 ]]; then quick_args=(--quick); fi
+log "bench: running bench/cli/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
+export TETHER_SOCKET=$WORK/tether.sock TETHERD_PID MARIADB_SOCKET MARIADB_PID
+export BENCH_DB_NAME=$TETHER_DB_NAME BENCH_TETHER_DB_USER=$TETHER_DB_USER BENCH_MYSQLI_USER=bench BENCH_MYSQLI_PASSWORD=bench
+CLK_TCK=$(getconf CLK_TCK)
+export BENCH_ADMIN_USER=root BENCH_ADMIN_PASSWORD='' CLK_TCK
+rm -rf "$WORK/tmp" && mkdir -p "$WORK/tmp"
+export BENCH_TMPDIR=$WORK/tmp
+# In the background and waited for, so that a signal runs the EXIT trap at once rather than after bench.php.
+php -d memory_limit=512M bench/cli/bench.php "${quick_args[@]}" --json "$WORK/results.json" "${BENCH_ARGS[@]}" \
+	>"$WORK/results.md" &
+BENCH_PHP_PID=$!
+bench_rc=0
+wait "$BENCH_PHP_PID" || bench_rc=$?
+BENCH_PHP_PID=
+((bench_rc == 0)) || die "bench/cli/bench.php failed (exit $bench_rc)"
+pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; die "tetherd died during the benchmark"; }
+load_after=$(cut -d' ' -f1 /proc/loadavg)
+if [[ -s "$WORK/tetherd.log" ]]; then
+	warn "tetherd logged warnings or errors during the run:"
+	tail_file "$WORK/tetherd.log" 20
+fi
+
+{
+	echo "### CLI round trips (bench/cli)"
+	echo
+	echo "Run on $bench_date with \`$cmd\`$([[ "$QUICK" == 1 ]] && echo ' (QUICK MODE: too few calls to quote)')."
+	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI), MariaDB $maria_version, $go_version."
+	echo "Load average (1 min) before the run: $load_before, after: $load_after (the benchmark itself raises it; a high value"
+	echo "before means other work shared the CPUs)."
+	echo
+	echo "The machine is a shared, noisy VM: absolute microseconds move from run to run, so quote the ratios between rows"
+	echo "of one run, and tetherd's CPU per call under load, not the raw latencies."
+	echo
+	cat "$WORK/results.md"
+} >"$WORK/section.md"
+
+# Stop the servers before the doc is written, so nothing runs longer than the measurement.
+stop_servers
+
+cat "$WORK/section.md"
+
+if [[ "$WRITE" == 1 ]]; then
+	[[ -f "$DOC" ]] || die "$DOC does not exist"
+	if ! grep -q "^<!-- cli-bench:start -->\$" "$DOC" || ! grep -q "^<!-- cli-bench:end -->\$" "$DOC"; then
+		die "$DOC lacks the <!-- cli-bench:start --> / <!-- cli-bench:end --> markers"
+	fi
+	awk -v section="$WORK/section.md" '
+		/^<!-- cli-bench:start -->$/ { print; print ""; while ((getline line < section) > 0) print line; print ""; skip = 1; next }
+		/^<!-- cli-bench:end -->$/ { skip = 0 }
+		!skip { print }
+	' "$DOC" >"$DOC.tmp"
+	mv "$DOC.tmp" "$DOC"
+	log "bench: wrote the results into docs/benchmarks.md"
+fi
+log "bench: done in $(since "$T0")s"
