@@ -35,6 +35,12 @@ type ServerConfig struct {
 	TxIdleTimeout  Duration `toml:"tx_idle_timeout"` // an idle transaction is rolled back after this
 	ShutdownGrace  Duration `toml:"shutdown_grace"`  // how long in-flight requests may finish on SIGTERM
 	DefaultBackend string   `toml:"default_backend"` // backend of requests that name none
+	// MaxProcs is how many threads may run Go code at once (GOMAXPROCS); 0
+	// means one per CPU. The default, 1, measured both the least CPU per
+	// request and the lowest latency (docs/benchmarks.md): the event loop and
+	// the goroutines doing backend work share one thread, with no wake-ups
+	// across CPUs. A GOMAXPROCS environment variable overrides it.
+	MaxProcs int `toml:"max_procs"`
 }
 
 // LogConfig selects the structured logger's level and format.
@@ -77,6 +83,7 @@ func DefaultConfig() Config {
 			TxIdleTimeout:  Duration(60 * time.Second),
 			ShutdownGrace:  Duration(10 * time.Second),
 			DefaultBackend: "main",
+			MaxProcs:       1,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 		Backends: map[string]BackendConfig{
@@ -192,6 +199,9 @@ func (c *Config) Validate() error {
 	}
 	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
 		bad("server.max_frame_bytes", s.MaxFrameBytes, "must be between 1024 and 1073741824")
+	}
+	if s.MaxProcs < 0 {
+		bad("server.max_procs", s.MaxProcs, "must be 0 (one per CPU) or more")
 	}
 	if s.MaxResultBytes < 1024 {
 		bad("server.max_result_bytes", s.MaxResultBytes, "must be at least 1024")

@@ -2,6 +2,7 @@ package tether_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,17 @@ func TestConfig_Validate(t *testing.T) {
 				t.Fatalf("error %q does not name %s = %s", err, tc.field, tc.value)
 			}
 		})
+	}
+}
+
+// TestConfig_Sample keeps etc/tetherd.toml honest: it documents every key with
+// its default, so it must parse to exactly DefaultConfig.
+func TestConfig_Sample(t *testing.T) {
+	cfg, err := tether.ReadConfigFile("etc/tetherd.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := tether.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("etc/tetherd.toml parses to\n%+v\nwant DefaultConfig\n%+v", cfg, want)
 	}
 }

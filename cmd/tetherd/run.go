@@ -67,6 +67,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("create socket directory: %w", err)
 	}
 
+	if os.Getenv("GOMAXPROCS") == "" && cfg.Server.MaxProcs > 0 {
+		runtime.GOMAXPROCS(cfg.Server.MaxProcs)
+	}
+
 	backends, err := newBackends(cfg)
 	if err != nil {
 		return err
