@@ -65,7 +65,7 @@ type Loop struct {
 	epfd      int
 	epFile    *os.File        // epfd, registered with Go's network poller
 	epRaw     syscall.RawConn // to park the loop goroutine until epfd is readable
-	wakefd    int // eventfd that wakes epoll_wait for Stop
+	wakefd    int             // eventfd that wakes epoll_wait for Stop
 	handler   Handler
 	listeners map[int]*listener // by fd
 	conns     map[int]*Conn     // by fd; touched only on the loop goroutine
