@@ -11,6 +11,7 @@
 #  7. phpunit      the PHP client's suites against it; any skipped, incomplete or risky test fails the run
 #  8. shutdown     SIGTERM tetherd; it must exit 0 within its shutdown grace
 #  9. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
+# 10. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
 #
 # Everything it starts is stopped by PID on exit, pass or fail; the logs stay in var/test until the next run.
 # Environment: TETHER_TEST_DIR (default <repo>/var/test), TETHER_MARIADB_PORT, TETHER_PG_PORT (see databases.sh).
@@ -83,7 +84,7 @@ cleanup() {
 	stop_mariadb
 	stop_postgres
 	if ((rc == 0)); then
-		printf '\n==> make test: PASSED in %ss (go vet, go test -race, phpunit, quickstart)\n' "$(since "$T_START")"
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race, phpunit, quickstart, bench --quick)\n' "$(since "$T_START")"
 	else
 		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
 			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
@@ -240,4 +241,16 @@ tetherd_rc=0
 stop_tetherd || tetherd_rc=$?
 ((tetherd_rc == 0)) || { tail_file "$TEST_DIR/tetherd-quickstart.log"; die "tetherd exited $tetherd_rc on SIGTERM (want 0)"; }
 rm -f "$TEST_DIR/tetherd.pid"
+
+# --- 10 --------------------------------------------------------------------------------------------------------
+# The benchmark command must keep working; --quick asserts no timings (speed is measured by the full run, never by
+# a test) but runs every row end to end against its own throwaway MariaDB and tetherd.
+step "bench (quick)"
+# It starts and stops its own servers: it must not inherit (and so stop) the test's.
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
+	bash bench/cli/run.sh --quick >"$TEST_DIR/bench-quick.md" 2>"$TEST_DIR/bench-quick.log" ||
+	{ tail_file "$TEST_DIR/bench-quick.log"; die "bench/cli/run.sh --quick failed"; }
+grep -q '^| Tether point read, PHP client |' "$TEST_DIR/bench-quick.md" ||
+	die "bench/cli/run.sh --quick printed no point-read row (see $TEST_DIR/bench-quick.md)"
 STEP=finished
