@@ -1,0 +1,195 @@
+package tether
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tether-php/tether/wire"
+)
+
+// txState is one open transaction: a Tx pinned to a backend connection, owned
+// by one session. Its operations run one at a time, in the order the client
+// sent them, on a goroutine that exists only while work is queued.
+type txState struct {
+	id      uint64
+	backend string
+	owner   *session
+	tx      Tx
+
+	mu       sync.Mutex
+	queue    []func()
+	running  bool
+	lastUsed time.Time
+	ended    *Error // set once the transaction is over; later ops get it
+}
+
+// submit queues op to run after every op submitted before it. The server's
+// in-flight count covers it until it has run.
+func (t *txState) submit(s *Server, op func()) {
+	s.inflight.Add(1)
+	t.mu.Lock()
+	t.queue = append(t.queue, op)
+	if t.running {
+		t.mu.Unlock()
+		return
+	}
+	t.running = true
+	t.mu.Unlock()
+	go t.drain(s)
+}
+
+func (t *txState) drain(s *Server) {
+	for {
+		t.mu.Lock()
+		if len(t.queue) == 0 {
+			t.running = false
+			t.lastUsed = time.Now()
+			t.mu.Unlock()
+			return
+		}
+		op := t.queue[0]
+		t.queue[0] = nil
+		t.queue = t.queue[1:]
+		t.mu.Unlock()
+		op()
+		s.inflight.Done()
+	}
+}
+
+// endedErr returns why the transaction is over, or nil while it is open.
+func (t *txState) endedErr() *Error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended
+}
+
+// idleSince reports whether the transaction has had nothing to do since before
+// cutoff.
+func (t *txState) idleSince(cutoff time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.running && len(t.queue) == 0 && t.ended == nil && t.lastUsed.Before(cutoff)
+}
+
+// submitTxOp queues a query, exec, commit or rollback on its transaction.
+func (s *Server) submitTxOp(ss *session, r *wire.Request) {
+	t, e := ss.lookupTx(r.Tx)
+	if e != nil {
+		s.replyErrorNow(ss, r.ID, e)
+		return
+	}
+	req := *r
+	deadline := s.deadline(r.TimeoutMS)
+	t.submit(s, func() {
+		if e := t.endedErr(); e != nil {
+			s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: req.ID}, e) })
+			return
+		}
+		ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+		defer cancel()
+		switch req.Op {
+		case wire.OpCommit, wire.OpRollback:
+			var err error
+			if req.Op == wire.OpCommit {
+				err = t.tx.Commit(ctx)
+			} else {
+				err = t.tx.Rollback(ctx)
+			}
+			err = classify(ctx, err)
+			s.endTx(t, nil)
+			s.logFailure(&req, err)
+			s.reply(ss, func(buf []byte) []byte {
+				if err != nil {
+					return appendErr(buf, wire.Head{ID: req.ID}, AsError(err))
+				}
+				return wire.AppendOK(buf, wire.Head{ID: req.ID})
+			})
+		default:
+			res, err := s.execute(ctx, nil, t.tx, req.Op, s.statement(&req))
+			err = classify(ctx, err)
+			s.logFailure(&req, err)
+			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, req.Op, res, err) })
+		}
+	})
+}
+
+// endTx forgets a finished transaction. why, when not nil, is remembered for
+// the owner's later requests on the handle.
+func (s *Server) endTx(t *txState, why *Error) {
+	t.mu.Lock()
+	if t.ended == nil {
+		t.ended = why
+		if why == nil {
+			t.ended = Errorf(CodeUnknownTx, "transaction %d is already finished", t.id)
+		}
+	}
+	t.mu.Unlock()
+	s.txMu.Lock()
+	delete(s.txs, t.id)
+	s.txMu.Unlock()
+	ss := t.owner
+	ss.mu.Lock()
+	delete(ss.txs, t.id)
+	if why != nil {
+		if ss.aborted == nil || len(ss.aborted) >= maxAbortedRemembered {
+			ss.aborted = map[uint64]string{}
+		}
+		ss.aborted[t.id] = why.Message
+	}
+	ss.mu.Unlock()
+}
+
+// abortTx rolls t back on the server's initiative, after whatever is already
+// queued on it; the owner's later requests on it get tx_aborted.
+func (s *Server) abortTx(t *txState, why string) {
+	t.submit(s, func() {
+		if t.endedErr() != nil {
+			return
+		}
+		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+		s.rollbackDetached(t, why)
+	})
+}
+
+// rollbackDetached rolls back a transaction no client waits for.
+func (s *Server) rollbackDetached(t *txState, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, ErrTxDone) {
+		s.log.Warn("roll back abandoned transaction", "tx", t.id, "why", why, "err", err)
+		return
+	}
+	s.log.Info("rolled back abandoned transaction", "tx", t.id, "backend", t.backend, "why", why)
+}
+
+// reapIdleTransactions rolls back transactions idle past tx_idle_timeout.
+func (s *Server) reapIdleTransactions() {
+	defer close(s.reaperDone)
+	idle := time.Duration(s.cfg.Server.TxIdleTimeout)
+	tick := min(idle/4, time.Second)
+	if tick < 10*time.Millisecond {
+		tick = 10 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.reaperStop:
+			return
+		case now := <-t.C:
+			var stale []*txState
+			s.txMu.Lock()
+			for _, tx := range s.txs {
+				if tx.idleSince(now.Add(-idle)) {
+					stale = append(stale, tx)
+				}
+			}
+			s.txMu.Unlock()
+			for _, tx := range stale {
+				s.abortTx(tx, "idle longer than tx_idle_timeout ("+idle.String()+")")
+			}
+		}
+	}
+}
