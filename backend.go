@@ -5,41 +5,52 @@ import (
 )
 
 // Backend is one configured data store behind tetherd, with its own pool of
-// warm connections. Every backend package (backend/sqlite, backend/mysql,
-// backend/postgres, ...) exports a type that implements it, and every
-// implementation must pass the shared suite in backend/backendtest.
+// warm connections or its own long-lived client. Every backend package
+// (backend/sqlite, backend/mysql, backend/postgres, backend/cassandra,
+// backend/bigtable) exports a type that implements it and the capability
+// interfaces that fit the store: Querier (SQL or CQL text), Transactor,
+// KeyValue (the key API every backend offers) and WideColumn (Bigtable's row
+// operations). A request for a capability a backend lacks gets an
+// unsupported error. Every implementation must pass the shared suites in
+// backend/backendtest.
 //
 // Lifecycle:
 //  1. The constructor (New) checks its configuration and has no side effects.
 //  2. Open connects (or verifies the backend can be reached) and warms the pool;
 //     tetherd reports ready only after every backend's Open returned nil.
-//  3. Query, Exec and Begin may then be called concurrently from any goroutine.
+//  3. The capability methods may then be called concurrently from any goroutine.
 //  4. Close stops handing out connections, waits for borrowed ones until ctx is
 //     done, and closes the pool. Open transactions must be finished first: the
 //     server rolls them back before it closes backends.
 //
-// Errors returned by Query, Exec and Begin are *Error values (or wrap the
+// Errors returned by the capability methods are *Error values (or wrap the
 // sentinel errors of this package), so that the server can send a typed code.
 type Backend interface {
 	// Open connects the pool. It returns an error wrapping ErrUnavailable when the
 	// backend cannot be reached.
 	Open(ctx context.Context) error
 
-	// Query runs a statement that returns rows, on any pooled connection.
-	Query(ctx context.Context, s Statement) (*Result, error)
-
-	// Exec runs a statement for its effect, on any pooled connection.
-	Exec(ctx context.Context, s Statement) (*Result, error)
-
-	// Begin pins one pooled connection to a new transaction. The connection is
-	// unavailable to anyone else until the Tx is committed or rolled back.
-	Begin(ctx context.Context) (Tx, error)
-
 	// Stats reports the pool's state, for logs and operators.
 	Stats() PoolStats
 
 	// Close drains and closes the pool; see the lifecycle above.
 	Close(ctx context.Context) error
+}
+
+// Querier runs statements in the backend's own language (SQL, CQL).
+type Querier interface {
+	// Query runs a statement that returns rows, on any pooled connection.
+	Query(ctx context.Context, s Statement) (*Result, error)
+
+	// Exec runs a statement for its effect, on any pooled connection.
+	Exec(ctx context.Context, s Statement) (*Result, error)
+}
+
+// Transactor begins transactions pinned to one connection.
+type Transactor interface {
+	// Begin pins one pooled connection to a new transaction. The connection is
+	// unavailable to anyone else until the Tx is committed or rolled back.
+	Begin(ctx context.Context) (Tx, error)
 }
 
 // Tx is a transaction pinned to one backend connection. Its methods must not be
@@ -63,6 +74,11 @@ type Statement struct {
 	// MaxBytes, when positive, bounds the size of a result; a larger one is a
 	// too_large error, found while reading rows rather than after.
 	MaxBytes int
+	// PageSize and Cursor page through a large result on backends that page
+	// (Cassandra): at most PageSize rows, resuming after Cursor, and
+	// Result.Cursor set when more follow. Backends that do not page refuse them.
+	PageSize int
+	Cursor   []byte
 }
 
 // Result is the outcome of Query (Columns and Rows) or Exec (Affected, InsertID).
@@ -72,9 +88,12 @@ type Statement struct {
 // dates and times as ISO 8601) or []byte (binary).
 type Result struct {
 	Columns  []string
-	Rows     [][]any
+	Rows     [][]any // a nil row is a key that multi_get did not find
 	Affected int64
 	InsertID int64
+	// Cursor, when not nil, resumes a scan or a paged query after the last
+	// row returned. It is opaque to clients.
+	Cursor []byte
 }
 
 // PoolStats is a snapshot of a backend's connection pool.

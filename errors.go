@@ -24,6 +24,7 @@ const (
 	CodeBusy           Code = "busy"
 	CodeTimeout        Code = "timeout"
 	CodeTxAborted      Code = "tx_aborted"
+	CodeUnsupported    Code = "unsupported"
 	CodeInternal       Code = "internal"
 )
 

@@ -120,7 +120,14 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			s.submitTxOp(ss, r)
 			return true
 		}
-		s.spawn(ss, r, s.runStatement)
+		s.spawn(ss, r, s.runOp)
+	case wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
+		wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
+		if r.Table == "" {
+			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs table", r.Op))
+			return true
+		}
+		s.spawn(ss, r, s.runOp)
 	case wire.OpBegin:
 		s.spawn(ss, r, s.runBegin)
 	case wire.OpCommit, wire.OpRollback:
@@ -151,19 +158,25 @@ func errShuttingDown() *Error {
 	return &Error{Code: CodeUnavailable, Message: "server is shutting down", Retry: true}
 }
 
+// target is a request's backend, resolved.
+type target struct {
+	name, typ string
+	b         Backend
+}
+
 // backendFor resolves a request's backend name.
-func (s *Server) backendFor(name string) (Backend, string, *Error) {
+func (s *Server) backendFor(name string) (target, *Error) {
 	if name == "" {
 		name = s.cfg.Server.DefaultBackend
 		if name == "" {
-			return nil, "", Errorf(CodeBadRequest, "backend is required (no default_backend configured)")
+			return target{}, Errorf(CodeBadRequest, "backend is required (no default_backend configured)")
 		}
 	}
 	b, ok := s.backends[name]
 	if !ok {
-		return nil, name, Errorf(CodeUnknownBackend, "no backend named %q", name)
+		return target{name: name}, Errorf(CodeUnknownBackend, "no backend named %q", name)
 	}
-	return b, name, nil
+	return target{name: name, typ: s.cfg.Backends[name].Type, b: b}, nil
 }
 
 func (s *Server) deadline(timeoutMS uint32) time.Time {
@@ -174,8 +187,8 @@ func (s *Server) deadline(timeoutMS uint32) time.Time {
 }
 
 // spawn resolves the backend on the loop and runs fn on a goroutine.
-func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Request, Backend, time.Time)) {
-	b, _, e := s.backendFor(r.Backend)
+func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Request, target, time.Time)) {
+	b, e := s.backendFor(r.Backend)
 	if e != nil {
 		s.replyErrorNow(ss, r.ID, e)
 		return
@@ -207,16 +220,17 @@ func (s *Server) reply(ss *session, build func(b []byte) []byte) {
 	}
 }
 
-// appendOutcome appends the reply for one statement's outcome.
+// appendOutcome appends the reply for one operation's outcome.
 func (s *Server) appendOutcome(b []byte, h wire.Head, op wire.Op, res *Result, err error) []byte {
 	if err != nil {
 		return appendErr(b, h, AsError(err))
 	}
-	if op == wire.OpExec {
+	switch op {
+	case wire.OpExec, wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpCheckAndMutate:
 		return wire.AppendExec(b, h, res.Affected, res.InsertID)
 	}
 	start := len(b)
-	b, encErr := wire.AppendRows(b, h, res.Columns, res.Rows)
+	b, encErr := wire.AppendResult(b, h, res.Columns, res.Rows, res.Cursor)
 	if encErr != nil {
 		s.log.Error("encode result", "err", encErr)
 		return appendErr(b[:start], h, Errorf(CodeInternal, "%s", encErr))
@@ -247,30 +261,13 @@ func classify(ctx context.Context, err error) error {
 	return err
 }
 
-func (s *Server) statement(r *wire.Request) Statement {
-	return Statement{SQL: r.SQL, Params: r.Params, MaxBytes: s.cfg.Server.MaxResultBytes}
-}
-
-func (s *Server) runStatement(ss *session, r *wire.Request, b Backend, deadline time.Time) {
+func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
-	res, err := s.execute(ctx, b, nil, r.Op, s.statement(r))
+	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
 	s.logFailure(r, err)
 	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r.Op, res, err) })
-}
-
-func (s *Server) execute(ctx context.Context, b Backend, tx Tx, op wire.Op, st Statement) (*Result, error) {
-	switch {
-	case tx != nil && op == wire.OpExec:
-		return tx.Exec(ctx, st)
-	case tx != nil:
-		return tx.Query(ctx, st)
-	case op == wire.OpExec:
-		return b.Exec(ctx, st)
-	default:
-		return b.Query(ctx, st)
-	}
 }
 
 func (s *Server) logFailure(r *wire.Request, err error) {
@@ -284,9 +281,16 @@ func (s *Server) logFailure(r *wire.Request, err error) {
 	}
 }
 
-func (s *Server) runBegin(ss *session, r *wire.Request, b Backend, deadline time.Time) {
+func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time.Time) {
+	tr, ok := tg.b.(Transactor)
+	if !ok {
+		s.reply(ss, func(buf []byte) []byte {
+			return appendErr(buf, wire.Head{ID: r.ID}, Unsupported(tg.name, tg.typ, "transactions"))
+		})
+		return
+	}
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
-	tx, err := b.Begin(ctx)
+	tx, err := tr.Begin(ctx)
 	err = classify(ctx, err)
 	cancel()
 	if err != nil {
@@ -326,7 +330,8 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 		case wire.OpPing:
 			out[i].res = &Result{}
 			continue
-		case wire.OpQuery, wire.OpExec:
+		case wire.OpQuery, wire.OpExec, wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
+			wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
 		case wire.OpUnknown:
 			out[i].err = Errorf(CodeUnknownOp, "unknown op %q", op.OpName)
 			continue
@@ -334,11 +339,11 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 			out[i].err = Errorf(CodeBadRequest, "op %s is not allowed in a batch", op.Op)
 			continue
 		}
-		if op.SQL == "" || op.Tx != 0 {
+		if op.Tx != 0 || (op.Op == wire.OpQuery || op.Op == wire.OpExec) && op.SQL == "" {
 			out[i].err = Errorf(CodeBadRequest, "a batch %s needs sql and no tx", op.Op)
 			continue
 		}
-		b, _, e := s.backendFor(op.Backend)
+		b, e := s.backendFor(op.Backend)
 		if e != nil {
 			out[i].err = e
 			continue
@@ -352,7 +357,7 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 				octx, ocancel = context.WithTimeout(ctx, time.Duration(op.TimeoutMS)*time.Millisecond)
 				defer ocancel()
 			}
-			res, err := s.execute(octx, b, nil, op.Op, s.statement(op))
+			res, err := s.execute(octx, b, nil, op)
 			out[i] = outcome{res, classify(octx, err)}
 		}()
 	}

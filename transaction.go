@@ -107,7 +107,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 				return wire.AppendOK(buf, wire.Head{ID: req.ID})
 			})
 		default:
-			res, err := s.execute(ctx, nil, t.tx, req.Op, s.statement(&req))
+			res, err := s.execute(ctx, target{}, t.tx, &req)
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
 			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, req.Op, res, err) })

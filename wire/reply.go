@@ -62,7 +62,18 @@ func AppendExec(b []byte, h Head, affected, insertID int64) []byte {
 // AppendRows appends the reply to query. Values must be of the kinds that
 // AppendValue knows; it returns an error naming the first that is not.
 func AppendRows(b []byte, h Head, columns []string, rows [][]any) ([]byte, error) {
-	b = h.open(b, 2)
+	return AppendResult(b, h, columns, rows, nil)
+}
+
+// AppendResult appends a reply with rows and, when cursor is not nil, the
+// cursor that resumes after them (scan, paged query). A nil row (a key that
+// multi_get did not find) is written as nil.
+func AppendResult(b []byte, h Head, columns []string, rows [][]any, cursor []byte) ([]byte, error) {
+	fields := uint32(2)
+	if cursor != nil {
+		fields++
+	}
+	b = h.open(b, fields)
 	b = msgp.AppendString(b, "columns")
 	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
 	for _, c := range columns {
@@ -71,6 +82,10 @@ func AppendRows(b []byte, h Head, columns []string, rows [][]any) ([]byte, error
 	b = msgp.AppendString(b, "rows")
 	b = msgp.AppendArrayHeader(b, uint32(len(rows)))
 	for _, row := range rows {
+		if row == nil {
+			b = msgp.AppendNil(b)
+			continue
+		}
 		b = msgp.AppendArrayHeader(b, uint32(len(row)))
 		for _, v := range row {
 			if !isValue(v) {
@@ -78,6 +93,10 @@ func AppendRows(b []byte, h Head, columns []string, rows [][]any) ([]byte, error
 			}
 			b = AppendValue(b, v)
 		}
+	}
+	if cursor != nil {
+		b = msgp.AppendString(b, "cursor")
+		b = msgp.AppendBytes(b, cursor)
 	}
 	return b, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/tinylib/msgp/msgp"
 )
@@ -22,6 +23,15 @@ const (
 	OpCommit
 	OpRollback
 	OpBatch
+	OpGet
+	OpMultiGet
+	OpScan
+	OpPut
+	OpDelete
+	OpReadRows
+	OpMutateRow
+	OpIncrement
+	OpCheckAndMutate
 )
 
 var opNames = [...]string{
@@ -34,6 +44,16 @@ var opNames = [...]string{
 	OpCommit:   "commit",
 	OpRollback: "rollback",
 	OpBatch:    "batch",
+
+	OpGet:            "get",
+	OpMultiGet:       "multi_get",
+	OpScan:           "scan",
+	OpPut:            "put",
+	OpDelete:         "delete",
+	OpReadRows:       "read_rows",
+	OpMutateRow:      "mutate_row",
+	OpIncrement:      "increment",
+	OpCheckAndMutate: "check_and_mutate",
 }
 
 // String returns the op's wire name.
@@ -63,6 +83,24 @@ func parseOp(b []byte) Op {
 		return OpRollback
 	case "batch":
 		return OpBatch
+	case "get":
+		return OpGet
+	case "multi_get":
+		return OpMultiGet
+	case "scan":
+		return OpScan
+	case "put":
+		return OpPut
+	case "delete":
+		return OpDelete
+	case "read_rows":
+		return OpReadRows
+	case "mutate_row":
+		return OpMutateRow
+	case "increment":
+		return OpIncrement
+	case "check_and_mutate":
+		return OpCheckAndMutate
 	}
 	return OpUnknown
 }
@@ -80,7 +118,38 @@ type Request struct {
 	Ops       []Request
 	Token     string
 
+	// The key API (get, multi_get, scan, put, delete) and Bigtable's row
+	// operations (read_rows, mutate_row, increment, check_and_mutate).
+	Table     string
+	Key       []any
+	Keys      [][]any
+	Columns   []string
+	Prefix    []any
+	Start     []any
+	End       []any
+	Limit     uint32
+	Cursor    []byte
+	Row       map[string]any
+	Families  []string
+	Latest    bool
+	Mutations []Mutation
+	IfTrue    []Mutation
+	IfFalse   []Mutation
+	Family    string
+	Qualifier string
+	Value     any // a scalar: check_and_mutate's expected value
+	Delta     int64
+
 	HasID bool // whether the map had an id key
+}
+
+// Mutation is one change to a Bigtable row, in mutate_row and check_and_mutate.
+type Mutation struct {
+	Op        string // set, delete_cells, delete_family, delete_row
+	Family    string
+	Qualifier string
+	Value     any // str or bin
+	Timestamp int64
 }
 
 // MaxBatchOps bounds the operations of one batch.
@@ -209,6 +278,110 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 			if err != nil {
 				fail("token", err)
 			}
+		case "table":
+			r.Table, b, err = msgp.ReadStringBytes(b)
+			if err != nil {
+				fail("table", err)
+			}
+		case "key":
+			r.Key, b, err = readParams(b, nil)
+			if err != nil {
+				fail("key", err)
+			}
+		case "keys":
+			r.Keys, b, err = readKeys(b)
+			if err != nil {
+				fail("keys", err)
+			}
+		case "columns":
+			r.Columns, b, err = readStrings(b)
+			if err != nil {
+				fail("columns", err)
+			}
+		case "families":
+			r.Families, b, err = readStrings(b)
+			if err != nil {
+				fail("families", err)
+			}
+		case "prefix":
+			r.Prefix, b, err = readParams(b, nil)
+			if err != nil {
+				fail("prefix", err)
+			}
+		case "start":
+			r.Start, b, err = readParams(b, nil)
+			if err != nil {
+				fail("start", err)
+			}
+		case "end":
+			r.End, b, err = readParams(b, nil)
+			if err != nil {
+				fail("end", err)
+			}
+		case "limit":
+			var l uint64
+			l, b, err = readUint(b)
+			if err == nil && l > math.MaxUint32 {
+				err = errors.New("too large")
+			}
+			if err == nil {
+				r.Limit = uint32(l)
+			} else {
+				fail("limit", err)
+			}
+		case "cursor":
+			r.Cursor, b, err = readBytes(b)
+			if err != nil {
+				fail("cursor", err)
+			}
+		case "row":
+			r.Row, b, err = readRow(b)
+			if err != nil {
+				fail("row", err)
+			}
+		case "latest":
+			r.Latest, b, err = msgp.ReadBoolBytes(b)
+			if err != nil {
+				fail("latest", err)
+			}
+		case "mutations":
+			r.Mutations, b, err = readMutations(b)
+			if err != nil {
+				fail("mutations", err)
+			}
+		case "if_true":
+			r.IfTrue, b, err = readMutations(b)
+			if err != nil {
+				fail("if_true", err)
+			}
+		case "if_false":
+			r.IfFalse, b, err = readMutations(b)
+			if err != nil {
+				fail("if_false", err)
+			}
+		case "family":
+			r.Family, b, err = msgp.ReadStringBytes(b)
+			if err != nil {
+				fail("family", err)
+			}
+		case "qualifier":
+			r.Qualifier, b, err = msgp.ReadStringBytes(b)
+			if err != nil {
+				fail("qualifier", err)
+			}
+		case "value":
+			var vs []any
+			vs, b, err = readScalar(b, nil)
+			if err == nil {
+				r.Value = vs[0]
+			} else {
+				fail("value", err)
+			}
+		case "delta":
+			r.Delta, b, err = msgp.ReadInt64Bytes(b)
+			if err != nil {
+				fail("delta", err)
+			}
 		default:
 			err = errors.New("unknown field")
 			fail(fmt.Sprintf("%q", key), err)
@@ -266,7 +439,7 @@ func readUint(b []byte) (uint64, []byte, error) {
 	}
 }
 
-// readParams decodes an array of scalar parameters, reusing dst's storage.
+// readParams decodes an array of scalar values, reusing dst's storage.
 func readParams(b []byte, dst []any) ([]any, []byte, error) {
 	n, b, err := msgp.ReadArrayHeaderBytes(b)
 	if err != nil {
@@ -274,47 +447,170 @@ func readParams(b []byte, dst []any) ([]any, []byte, error) {
 	}
 	if dst == nil || cap(dst) < int(n) {
 		if n > 65535 {
-			return dst, b, fmt.Errorf("%d parameters, at most 65535", n)
+			return dst, b, fmt.Errorf("%d values, at most 65535", n)
 		}
 		dst = make([]any, 0, n)
 	}
 	dst = dst[:0]
 	for i := uint32(0); i < n; i++ {
-		var v any
-		switch t := msgp.NextType(b); t {
-		case msgp.NilType:
-			b, err = msgp.ReadNilBytes(b)
-		case msgp.BoolType:
-			v, b, err = msgp.ReadBoolBytes(b)
-		case msgp.IntType:
-			v, b, err = msgp.ReadInt64Bytes(b)
-		case msgp.UintType:
-			var u uint64
-			u, b, err = msgp.ReadUint64Bytes(b)
-			if u <= math.MaxInt64 {
-				v = int64(u) // drivers take int64 best; only huge values stay unsigned
-			} else {
-				v = u
-			}
-		case msgp.Float32Type:
-			var f float32
-			f, b, err = msgp.ReadFloat32Bytes(b)
-			v = float64(f)
-		case msgp.Float64Type:
-			v, b, err = msgp.ReadFloat64Bytes(b)
-		case msgp.StrType:
-			v, b, err = msgp.ReadStringBytes(b)
-		case msgp.BinType:
-			v, b, err = msgp.ReadBytesBytes(b, nil)
-		default:
-			return dst, b, fmt.Errorf("parameter %d: %s is not a scalar value", i+1, t)
+		if dst, b, err = readScalar(b, dst); err != nil {
+			return dst, b, fmt.Errorf("value %d: %w", i+1, err)
 		}
-		if err != nil {
-			return dst, b, fmt.Errorf("parameter %d: %s", i+1, describe(err))
-		}
-		dst = append(dst, v)
 	}
 	return dst, b, nil
+}
+
+// readScalar decodes one scalar and appends it to dst: nil, bool, int64
+// (uint64 above MaxInt64), float64, string or []byte.
+func readScalar(b []byte, dst []any) ([]any, []byte, error) {
+	var v any
+	var err error
+	switch t := msgp.NextType(b); t {
+	case msgp.NilType:
+		b, err = msgp.ReadNilBytes(b)
+	case msgp.BoolType:
+		v, b, err = msgp.ReadBoolBytes(b)
+	case msgp.IntType:
+		v, b, err = msgp.ReadInt64Bytes(b)
+	case msgp.UintType:
+		var u uint64
+		u, b, err = msgp.ReadUint64Bytes(b)
+		if u <= math.MaxInt64 {
+			v = int64(u) // drivers take int64 best; only huge values stay unsigned
+		} else {
+			v = u
+		}
+	case msgp.Float32Type:
+		var f float32
+		f, b, err = msgp.ReadFloat32Bytes(b)
+		v = float64(f)
+	case msgp.Float64Type:
+		v, b, err = msgp.ReadFloat64Bytes(b)
+	case msgp.StrType:
+		v, b, err = msgp.ReadStringBytes(b)
+	case msgp.BinType:
+		v, b, err = msgp.ReadBytesBytes(b, nil)
+	default:
+		return dst, b, fmt.Errorf("%s is not a scalar value", t)
+	}
+	if err != nil {
+		return dst, b, errors.New(describe(err))
+	}
+	return append(dst, v), b, nil
+}
+
+func readKeys(b []byte) ([][]any, []byte, error) {
+	n, b, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if n > 65535 {
+		return nil, b, fmt.Errorf("%d keys, at most 65535", n)
+	}
+	keys := make([][]any, n)
+	for i := range keys {
+		if keys[i], b, err = readParams(b, nil); err != nil {
+			return nil, b, fmt.Errorf("key %d: %w", i+1, err)
+		}
+	}
+	return keys, b, nil
+}
+
+func readStrings(b []byte) ([]string, []byte, error) {
+	n, b, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if n > 65535 {
+		return nil, b, fmt.Errorf("%d names, at most 65535", n)
+	}
+	out := make([]string, n)
+	for i := range out {
+		if out[i], b, err = msgp.ReadStringBytes(b); err != nil {
+			return nil, b, fmt.Errorf("name %d: %s", i+1, describe(err))
+		}
+	}
+	return out, b, nil
+}
+
+// readBytes reads a str or bin as bytes.
+func readBytes(b []byte) ([]byte, []byte, error) {
+	switch msgp.NextType(b) {
+	case msgp.BinType:
+		return msgp.ReadBytesBytes(b, nil)
+	case msgp.StrType:
+		s, rest, err := msgp.ReadStringZC(b)
+		return append([]byte(nil), s...), rest, err
+	}
+	return nil, b, fmt.Errorf("expected bytes, got %s", msgp.NextType(b))
+}
+
+func readRow(b []byte) (map[string]any, []byte, error) {
+	n, b, err := msgp.ReadMapHeaderBytes(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if n > 65535 {
+		return nil, b, fmt.Errorf("%d columns, at most 65535", n)
+	}
+	row := make(map[string]any, n)
+	var one []any
+	for i := uint32(0); i < n; i++ {
+		var k string
+		if k, b, err = msgp.ReadStringBytes(b); err != nil {
+			return nil, b, fmt.Errorf("column name: %s", describe(err))
+		}
+		if one, b, err = readScalar(b, one[:0]); err != nil {
+			return nil, b, fmt.Errorf("column %q: %w", k, err)
+		}
+		row[k] = one[0]
+	}
+	return row, b, nil
+}
+
+func readMutations(b []byte) ([]Mutation, []byte, error) {
+	n, b, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if n > 100000 {
+		return nil, b, fmt.Errorf("%d mutations, at most 100000", n)
+	}
+	out := make([]Mutation, n)
+	for i := range out {
+		var fields uint32
+		if fields, b, err = msgp.ReadMapHeaderBytes(b); err != nil {
+			return nil, b, fmt.Errorf("mutation %d: %s", i+1, describe(err))
+		}
+		m := &out[i]
+		for j := uint32(0); j < fields; j++ {
+			var k []byte
+			if k, b, err = msgp.ReadMapKeyZC(b); err != nil {
+				return nil, b, err
+			}
+			switch string(k) {
+			case "op":
+				m.Op, b, err = msgp.ReadStringBytes(b)
+			case "family":
+				m.Family, b, err = msgp.ReadStringBytes(b)
+			case "qualifier":
+				m.Qualifier, b, err = msgp.ReadStringBytes(b)
+			case "value":
+				var one []any
+				if one, b, err = readScalar(b, nil); err == nil {
+					m.Value = one[0]
+				}
+			case "ts":
+				m.Timestamp, b, err = msgp.ReadInt64Bytes(b)
+			default:
+				err = fmt.Errorf("unknown field %q", k)
+			}
+			if err != nil {
+				return nil, b, fmt.Errorf("mutation %d: %s: %v", i+1, k, err)
+			}
+		}
+	}
+	return out, b, nil
 }
 
 // describe shortens msgp's errors for messages that go to clients.
@@ -332,59 +628,124 @@ func describe(err error) string {
 
 // AppendRequest appends r's payload (without the length prefix) to b, with keys
 // in the order of docs/protocol.md and integers in their shortest form, as
-// clients are expected to write them. Zero-valued fields are left out.
+// clients are expected to write them. Zero-valued fields are left out; a
+// row's columns are written in sorted order.
 func AppendRequest(b []byte, r *Request) []byte {
-	n := uint32(0)
-	for _, present := range []bool{r.HasID || r.ID != 0, true, r.Backend != "", r.SQL != "", r.Params != nil,
-		r.Tx != 0, r.TimeoutMS != 0, r.Ops != nil, r.Token != ""} {
-		if present {
-			n++
-		}
-	}
-	b = msgp.AppendMapHeader(b, n)
-	if r.HasID || r.ID != 0 {
-		b = msgp.AppendString(b, "id")
-		b = msgp.AppendUint64(b, uint64(r.ID))
-	}
+	var e reqEncoder
+	e.field(r.HasID || r.ID != 0, "id", func(b []byte) []byte { return msgp.AppendUint64(b, uint64(r.ID)) })
 	op := r.OpName
 	if op == "" {
 		op = r.Op.String()
 	}
-	b = msgp.AppendString(b, "op")
-	b = msgp.AppendString(b, op)
-	if r.Backend != "" {
-		b = msgp.AppendString(b, "backend")
-		b = msgp.AppendString(b, r.Backend)
-	}
-	if r.SQL != "" {
-		b = msgp.AppendString(b, "sql")
-		b = msgp.AppendString(b, r.SQL)
-	}
-	if r.Params != nil {
-		b = msgp.AppendString(b, "params")
-		b = msgp.AppendArrayHeader(b, uint32(len(r.Params)))
-		for _, p := range r.Params {
-			b = AppendValue(b, p)
-		}
-	}
-	if r.Tx != 0 {
-		b = msgp.AppendString(b, "tx")
-		b = msgp.AppendUint64(b, r.Tx)
-	}
-	if r.TimeoutMS != 0 {
-		b = msgp.AppendString(b, "timeout_ms")
-		b = msgp.AppendUint64(b, uint64(r.TimeoutMS))
-	}
-	if r.Ops != nil {
-		b = msgp.AppendString(b, "ops")
+	e.str(true, "op", op)
+	e.str(r.Backend != "", "backend", r.Backend)
+	e.str(r.SQL != "", "sql", r.SQL)
+	e.values(r.Params != nil, "params", r.Params)
+	e.field(r.Tx != 0, "tx", func(b []byte) []byte { return msgp.AppendUint64(b, r.Tx) })
+	e.field(r.TimeoutMS != 0, "timeout_ms", func(b []byte) []byte { return msgp.AppendUint64(b, uint64(r.TimeoutMS)) })
+	e.field(r.Ops != nil, "ops", func(b []byte) []byte {
 		b = msgp.AppendArrayHeader(b, uint32(len(r.Ops)))
 		for i := range r.Ops {
 			b = AppendRequest(b, &r.Ops[i])
 		}
+		return b
+	})
+	e.str(r.Token != "", "token", r.Token)
+	e.str(r.Table != "", "table", r.Table)
+	e.values(r.Key != nil, "key", r.Key)
+	e.field(r.Keys != nil, "keys", func(b []byte) []byte {
+		b = msgp.AppendArrayHeader(b, uint32(len(r.Keys)))
+		for _, k := range r.Keys {
+			b = appendValues(b, k)
+		}
+		return b
+	})
+	e.strs(r.Columns != nil, "columns", r.Columns)
+	e.values(r.Prefix != nil, "prefix", r.Prefix)
+	e.values(r.Start != nil, "start", r.Start)
+	e.values(r.End != nil, "end", r.End)
+	e.field(r.Limit != 0, "limit", func(b []byte) []byte { return msgp.AppendUint64(b, uint64(r.Limit)) })
+	e.field(r.Cursor != nil, "cursor", func(b []byte) []byte { return msgp.AppendBytes(b, r.Cursor) })
+	e.field(r.Row != nil, "row", func(b []byte) []byte {
+		names := make([]string, 0, len(r.Row))
+		for k := range r.Row {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		b = msgp.AppendMapHeader(b, uint32(len(names)))
+		for _, k := range names {
+			b = AppendValue(msgp.AppendString(b, k), r.Row[k])
+		}
+		return b
+	})
+	e.strs(r.Families != nil, "families", r.Families)
+	e.field(r.Latest, "latest", func(b []byte) []byte { return msgp.AppendBool(b, true) })
+	e.mutations(r.Mutations != nil, "mutations", r.Mutations)
+	e.mutations(r.IfTrue != nil, "if_true", r.IfTrue)
+	e.mutations(r.IfFalse != nil, "if_false", r.IfFalse)
+	e.str(r.Family != "", "family", r.Family)
+	e.str(r.Qualifier != "", "qualifier", r.Qualifier)
+	e.field(r.Value != nil, "value", func(b []byte) []byte { return AppendValue(b, r.Value) })
+	e.field(r.Delta != 0, "delta", func(b []byte) []byte { return appendInt(b, r.Delta) })
+	return e.appendTo(b)
+}
+
+// reqEncoder collects a map's fields, to write the header with their count.
+type reqEncoder struct {
+	n    uint32
+	body []byte
+}
+
+func (e *reqEncoder) field(present bool, key string, val func([]byte) []byte) {
+	if !present {
+		return
 	}
-	if r.Token != "" {
-		b = msgp.AppendString(b, "token")
-		b = msgp.AppendString(b, r.Token)
+	e.n++
+	e.body = val(msgp.AppendString(e.body, key))
+}
+
+func (e *reqEncoder) str(present bool, key, v string) {
+	e.field(present, key, func(b []byte) []byte { return msgp.AppendString(b, v) })
+}
+
+func (e *reqEncoder) strs(present bool, key string, v []string) {
+	e.field(present, key, func(b []byte) []byte {
+		b = msgp.AppendArrayHeader(b, uint32(len(v)))
+		for _, s := range v {
+			b = msgp.AppendString(b, s)
+		}
+		return b
+	})
+}
+
+func (e *reqEncoder) values(present bool, key string, v []any) {
+	e.field(present, key, func(b []byte) []byte { return appendValues(b, v) })
+}
+
+func (e *reqEncoder) mutations(present bool, key string, ms []Mutation) {
+	e.field(present, key, func(b []byte) []byte {
+		b = msgp.AppendArrayHeader(b, uint32(len(ms)))
+		for _, m := range ms {
+			var me reqEncoder
+			me.str(true, "op", m.Op)
+			me.str(m.Family != "", "family", m.Family)
+			me.str(m.Qualifier != "", "qualifier", m.Qualifier)
+			me.field(m.Value != nil, "value", func(b []byte) []byte { return AppendValue(b, m.Value) })
+			me.field(m.Timestamp != 0, "ts", func(b []byte) []byte { return appendInt(b, m.Timestamp) })
+			b = me.appendTo(b)
+		}
+		return b
+	})
+}
+
+func (e *reqEncoder) appendTo(b []byte) []byte {
+	return append(msgp.AppendMapHeader(b, e.n), e.body...)
+}
+
+func appendValues(b []byte, vs []any) []byte {
+	b = msgp.AppendArrayHeader(b, uint32(len(vs)))
+	for _, v := range vs {
+		b = AppendValue(b, v)
 	}
 	return b
 }

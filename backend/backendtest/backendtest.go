@@ -43,18 +43,26 @@ type Dialect struct {
 	CreateTemp string
 }
 
+// SQLBackend is what the SQL suite exercises: a backend with a query
+// language and transactions.
+type SQLBackend interface {
+	tether.Backend
+	tether.Querier
+	tether.Transactor
+}
+
 // Suite describes the backend under test.
 type Suite struct {
 	Dialect Dialect
 	// New returns an unopened backend with the given pool settings.
-	New func(t *testing.T, cfg tether.BackendConfig) tether.Backend
+	New func(t *testing.T, cfg tether.BackendConfig) SQLBackend
 	// Config returns the backend's config with default pool settings.
 	Config func(t *testing.T) tether.BackendConfig
 	// ProxiedConfig, when set, returns a config that reaches the backend
 	// through addr (a Proxy), for the down-and-back tests.
 	ProxiedConfig func(t *testing.T, addr string) (tether.BackendConfig, string)
 	// KillConnections, when set, makes the server close every other session.
-	KillConnections func(ctx context.Context, b tether.Backend) error
+	KillConnections func(ctx context.Context, b SQLBackend) error
 }
 
 // RequireEnv returns the environment variable key, skipping the test when it
@@ -78,7 +86,7 @@ func table(prefix string) string {
 	return fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), tableSeq.Add(1))
 }
 
-func (s *Suite) open(t *testing.T, tweak func(*tether.BackendConfig)) tether.Backend {
+func (s *Suite) open(t *testing.T, tweak func(*tether.BackendConfig)) SQLBackend {
 	t.Helper()
 	cfg := s.Config(t)
 	if tweak != nil {

@@ -19,7 +19,7 @@ import (
 func TestBackend(t *testing.T) {
 	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
 	addr := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_ADDR")
-	newBackend := func(t *testing.T, cfg tether.BackendConfig) tether.Backend {
+	newBackend := func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
 		b, err := mysql.New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestBackend(t *testing.T) {
 			mc.Net, mc.Addr = "tcp", via
 			return tether.DefaultBackendConfig("mysql", mc.FormatDSN()), addr
 		},
-		KillConnections: func(ctx context.Context, b tether.Backend) error {
+		KillConnections: func(ctx context.Context, b backendtest.SQLBackend) error {
 			r, err := b.Query(ctx, tether.Statement{SQL: "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = CURRENT_USER() OR USER = SUBSTRING_INDEX(USER(), '@', 1)"})
 			if err != nil {
 				return err

@@ -31,7 +31,7 @@ func TestBackend(t *testing.T) {
 			CreateTemp: "CREATE TEMP TABLE tmp_leak (id int)",
 		},
 		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
-		New: func(t *testing.T, cfg tether.BackendConfig) tether.Backend {
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
 			b, err := postgres.New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -50,7 +50,7 @@ func TestBackend(t *testing.T) {
 			return tether.DefaultBackendConfig("postgres", fmt.Sprintf("host=%s port=%s user=%s password=%s dbname=%s sslmode=disable",
 				host, port, pc.User, pc.Password, pc.Database)), addr
 		},
-		KillConnections: func(ctx context.Context, b tether.Backend) error {
+		KillConnections: func(ctx context.Context, b backendtest.SQLBackend) error {
 			r, err := b.Query(ctx, tether.Statement{SQL: "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid() AND datname = current_database()"})
 			if err != nil {
 				return err

@@ -209,6 +209,9 @@ func (d *DB) Exec(ctx context.Context, s tether.Statement) (*tether.Result, erro
 }
 
 func (d *DB) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Result, error) {
+	if s.PageSize != 0 || s.Cursor != nil {
+		return nil, tether.Errorf(tether.CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", d.dialect.Name())
+	}
 	if err := d.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -372,4 +375,8 @@ func (d *DB) wrap(err error) error {
 	return &tether.Error{Code: tether.CodeBackendError, Message: msg, Err: err}
 }
 
-var _ tether.Backend = (*DB)(nil)
+var (
+	_ tether.Backend    = (*DB)(nil)
+	_ tether.Querier    = (*DB)(nil)
+	_ tether.Transactor = (*DB)(nil)
+)

@@ -28,7 +28,7 @@ func TestBackend(t *testing.T) {
 		Config: func(t *testing.T) tether.BackendConfig {
 			return tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "test.db"))
 		},
-		New: func(t *testing.T, cfg tether.BackendConfig) tether.Backend {
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
 			b, err := sqlite.New(cfg)
 			if err != nil {
 				t.Fatal(err)
