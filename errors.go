@@ -18,6 +18,7 @@ const (
 	CodeUnknownOp      Code = "unknown_op"
 	CodeUnknownBackend Code = "unknown_backend"
 	CodeUnknownTx      Code = "unknown_tx"
+	CodeUnknownTable   Code = "unknown_table"
 	CodeUnauthorized   Code = "unauthorized"
 	CodeBackendError   Code = "backend_error"
 	CodeUnavailable    Code = "unavailable"

@@ -219,3 +219,19 @@ func DecodeReply(payload []byte) (*Reply, error) {
 	}
 	return r, nil
 }
+
+// AppendKey appends a key (a list of scalar values) as a MessagePack array,
+// the form backends use for opaque scan cursors.
+func AppendKey(b []byte, key []any) []byte { return appendValues(b, key) }
+
+// ReadKey reads a key written by AppendKey.
+func ReadKey(b []byte) ([]any, error) {
+	key, rest, err := readParams(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%d bytes after the key", len(rest))
+	}
+	return key, nil
+}

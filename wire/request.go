@@ -665,7 +665,8 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.values(r.Start != nil, "start", r.Start)
 	e.values(r.End != nil, "end", r.End)
 	e.field(r.Limit != 0, "limit", func(b []byte) []byte { return msgp.AppendUint64(b, uint64(r.Limit)) })
-	e.field(r.Cursor != nil, "cursor", func(b []byte) []byte { return msgp.AppendBytes(b, r.Cursor) })
+	// As str: a PHP client sends back the cursor it got as a string, and ext-msgpack writes every string as str.
+	e.field(r.Cursor != nil, "cursor", func(b []byte) []byte { return msgp.AppendStringFromBytes(b, r.Cursor) })
 	e.field(r.Row != nil, "row", func(b []byte) []byte {
 		names := make([]string, 0, len(r.Row))
 		for k := range r.Row {

@@ -70,6 +70,52 @@ var vectors = []vector{
 			{Op: wire.OpPing},
 		}})
 	}},
+	{"get_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 10, Op: wire.OpGet, Backend: "maria", Table: "users",
+			Key: []any{int64(42)}, Columns: []string{"name", "email"}})
+	}},
+	{"multi_get_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 11, Op: wire.OpMultiGet, Table: "users",
+			Keys: [][]any{{int64(1)}, {int64(2)}, {"3"}}})
+	}},
+	{"scan_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 12, Op: wire.OpScan, Backend: "cass", Table: "s1",
+			Prefix: []any{"a", "b1"}, Limit: 100, Cursor: []byte{0x92, 0xa1, 0x61, 0xa2, 0x62, 0x31}})
+	}},
+	{"scan_range_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 13, Op: wire.OpScan, Table: "users",
+			Start: []any{int64(100)}, End: []any{int64(200)}, Limit: 50})
+	}},
+	{"put_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 14, Op: wire.OpPut, Table: "users",
+			Row: map[string]any{"id": int64(42), "name": "ada", "score": 1.5, "note": nil}})
+	}},
+	{"delete_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 15, Op: wire.OpDelete, Table: "users", Key: []any{int64(42)}})
+	}},
+	{"read_rows_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 16, Op: wire.OpReadRows, Backend: "bt", Table: "events",
+			Prefix: []any{"user#42#"}, Limit: 10, Families: []string{"f"}, Latest: true})
+	}},
+	{"mutate_row_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 17, Op: wire.OpMutateRow, Backend: "bt", Table: "events",
+			Key: []any{"user#42"}, Mutations: []wire.Mutation{
+				{Op: "set", Family: "f", Qualifier: "name", Value: "ada"},
+				{Op: "set", Family: "f", Qualifier: "seen", Value: "2026", Timestamp: 1700000000000000},
+				{Op: "delete_cells", Family: "f", Qualifier: "old"},
+				{Op: "delete_family", Family: "tmp"},
+			}})
+	}},
+	{"increment_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 18, Op: wire.OpIncrement, Backend: "bt", Table: "counters",
+			Key: []any{"page#home"}, Family: "c", Qualifier: "views", Delta: -3})
+	}},
+	{"check_and_mutate_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 19, Op: wire.OpCheckAndMutate, Backend: "bt", Table: "locks",
+			Key: []any{"job#7"}, Family: "l", Qualifier: "owner", Value: "worker-1",
+			IfTrue:  []wire.Mutation{{Op: "delete_row"}},
+			IfFalse: []wire.Mutation{{Op: "set", Family: "l", Qualifier: "seen", Value: "1"}}})
+	}},
 	{"ping_reply", "reply", func() []byte { return wire.AppendOK(nil, wire.Head{ID: 1}) }},
 	{"hello_reply", "reply", func() []byte { return wire.AppendHello(nil, wire.Head{ID: 2}) }},
 	{"query_reply", "reply", func() []byte {
@@ -82,6 +128,14 @@ var vectors = []vector{
 	}},
 	{"query_reply_empty", "reply", func() []byte {
 		return mustRows(wire.AppendRows(nil, wire.Head{ID: 30}, []string{"id"}, [][]any{}))
+	}},
+	{"scan_reply", "reply", func() []byte {
+		return mustRows(wire.AppendResult(nil, wire.Head{ID: 12}, []string{"key", "super_column", "column", "value"},
+			[][]any{{"a", "b1", "c1", []byte("v1")}, {"a", "b1", "c2", []byte("v2")}}, []byte{0x01, 0x02, 0x03}))
+	}},
+	{"multi_get_reply", "reply", func() []byte {
+		return mustRows(wire.AppendResult(nil, wire.Head{ID: 11}, []string{"id", "name"},
+			[][]any{{int64(1), "ada"}, nil, {int64(3), "cy"}}, nil))
 	}},
 	{"exec_reply", "reply", func() []byte { return wire.AppendExec(nil, wire.Head{ID: 4}, 1, 1001) }},
 	{"begin_reply", "reply", func() []byte { return wire.AppendTx(nil, wire.Head{ID: 5}, 17) }},

@@ -259,6 +259,27 @@ func Run(t *testing.T, s *Suite) {
 		}
 	})
 
+	t.Run("KeyValue", func(t *testing.T) {
+		b := s.open(t, nil)
+		kv, ok := b.(tether.KeyValue)
+		if !ok {
+			t.Fatal("a SQL backend must implement the key API")
+		}
+		create := func(ddl string) func(t *testing.T, name string) {
+			return func(t *testing.T, name string) {
+				mustExec(t, b, fmt.Sprintf(ddl, name))
+				t.Cleanup(func() { b.Exec(context.Background(), tether.Statement{SQL: "DROP TABLE " + name}) })
+			}
+		}
+		RunKeyValue(t, &KVSuite{
+			Backend:     kv,
+			CreateTable: create("CREATE TABLE %s (k VARCHAR(64) PRIMARY KEY, a TEXT, b TEXT)"),
+			Key:         "k", A: "a", B: "b",
+			CreateCompositeTable: create("CREATE TABLE %s (p VARCHAR(64), c VARCHAR(64), a TEXT, PRIMARY KEY (p, c))"),
+			P:                    "p", C: "c",
+		})
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		b := s.open(t, nil)
 		_, err := b.Query(ctx(t), tether.Statement{SQL: "SELECT * FROM no_such_table_at_all"})

@@ -135,4 +135,37 @@ func hasUserVariable(sql string) bool {
 	return false
 }
 
+// KeySQL implements sqldb.Dialect. A table name may be qualified with its
+// database ("db.table"); an unqualified one is in the connection's database.
+func (dialect) KeySQL() sqldb.KeySQL {
+	q := sqldb.QuoteWith("`")
+	return sqldb.KeySQL{
+		Quote:       q,
+		Placeholder: func(int) string { return "?" },
+		Columns: func(table string) (string, []any) {
+			const q = `SELECT c.COLUMN_NAME, COALESCE(k.ORDINAL_POSITION, 0)
+				FROM information_schema.COLUMNS c
+				LEFT JOIN information_schema.KEY_COLUMN_USAGE k
+				  ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
+				 AND k.COLUMN_NAME = c.COLUMN_NAME AND k.CONSTRAINT_NAME = 'PRIMARY'
+				WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ?
+				ORDER BY c.ORDINAL_POSITION`
+			if db, name, ok := strings.Cut(table, "."); ok {
+				return q, []any{db, name}
+			}
+			return q, []any{nil, table}
+		},
+		Upsert: func(keyCols, otherCols []string) string {
+			set := make([]string, 0, len(otherCols))
+			for _, c := range otherCols {
+				set = append(set, q(c)+" = VALUES("+q(c)+")")
+			}
+			if len(set) == 0 { // nothing to update: keep the row as it is
+				set = append(set, q(keyCols[0])+" = "+q(keyCols[0]))
+			}
+			return " ON DUPLICATE KEY UPDATE " + strings.Join(set, ", ")
+		},
+	}
+}
+
 var _ tether.Backend = (*Backend)(nil)

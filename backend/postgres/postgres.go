@@ -110,4 +110,26 @@ func (dialect) ChangesSession(sql string) bool {
 	return sqldb.CreatesTemp(w) || sqldb.ContainsFold(sql, "SET_CONFIG", "PG_ADVISORY_LOCK", "PG_TRY_ADVISORY_LOCK")
 }
 
+// KeySQL implements sqldb.Dialect. A table name may be schema-qualified; an
+// unqualified one is looked up on the search_path.
+func (dialect) KeySQL() sqldb.KeySQL {
+	q := sqldb.QuoteWith(`"`)
+	return sqldb.KeySQL{
+		Quote:       q,
+		Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
+		Columns: func(table string) (string, []any) {
+			// indkey is an int2vector, whose subscripts start at 0: rebuild it
+			// as an ordinary array to get 1-based key positions.
+			return `SELECT a.attname::text, COALESCE(array_position(string_to_array(i.indkey::text, ' ')::int2[], a.attnum), 0)
+				FROM pg_attribute a
+				LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+				WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+				ORDER BY a.attnum`, []any{table}
+		},
+		Upsert: func(keyCols, otherCols []string) string {
+			return sqldb.OnConflict(q, keyCols, otherCols, "EXCLUDED")
+		},
+	}
+}
+
 var _ tether.Backend = (*Backend)(nil)

@@ -36,6 +36,7 @@ type DB struct {
 	slots *semaphore.Weighted
 	stmts *lru.Cache[string, *sql.Stmt]
 	mu    sync.Mutex // serialises the first preparation of a statement
+	kv    tables     // the key API's table metadata
 
 	stop chan struct{}
 	done chan struct{}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 
 	tether "github.com/tether-php/tether"
 )
@@ -33,6 +34,32 @@ type Dialect interface {
 	// prepared statements). The connection it ran on is then closed instead of
 	// being returned to the pool, so the state cannot reach another client.
 	ChangesSession(sql string) bool
+
+	// KeySQL is the SQL the key API needs from this dialect.
+	KeySQL() KeySQL
+}
+
+// KeySQL is what the key API needs to build statements for one dialect.
+type KeySQL struct {
+	// Quote quotes an identifier that is known to name a real column or table.
+	Quote func(name string) string
+	// Placeholder returns the n-th (1-based) parameter placeholder.
+	Placeholder func(n int) string
+	// Columns returns the statement that lists a table's columns in order,
+	// one row each: the name, and the column's 1-based position in the
+	// primary key (0 when not in it); no rows when there is no such table.
+	Columns func(table string) (sql string, params []any)
+	// Upsert returns the clause after INSERT ... VALUES (...) that turns it
+	// into an upsert on the key columns, updating the other columns.
+	Upsert func(keyCols, otherCols []string) string
+}
+
+// QuoteWith returns a Quote function that wraps a name in q, doubling any q
+// inside it.
+func QuoteWith(q string) func(string) string {
+	return func(name string) string {
+		return q + strings.ReplaceAll(name, q, q+q) + q
+	}
 }
 
 // ParamBinder is implemented by a Dialect that rewrites parameters before

@@ -113,4 +113,19 @@ func (dialect) ChangesSession(sql string) bool {
 	return sqldb.CreatesTemp(w)
 }
 
+// KeySQL implements sqldb.Dialect.
+func (dialect) KeySQL() sqldb.KeySQL {
+	q := sqldb.QuoteWith(`"`)
+	return sqldb.KeySQL{
+		Quote:       q,
+		Placeholder: func(int) string { return "?" },
+		Columns: func(table string) (string, []any) {
+			return "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", []any{table}
+		},
+		Upsert: func(keyCols, otherCols []string) string {
+			return sqldb.OnConflict(q, keyCols, otherCols, "excluded")
+		},
+	}
+}
+
 var _ tether.Backend = (*Backend)(nil)
