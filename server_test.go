@@ -624,3 +624,55 @@ func TestServer_Shutdown(t *testing.T) {
 		t.Fatalf("after shutdown: %v %v", r, err)
 	}
 }
+
+func TestServer_KeyAPI(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dial(t, ts)
+	c.ok(wire.Request{ID: 1, Op: wire.OpExec, SQL: "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, email TEXT)"})
+	for i := 1; i <= 5; i++ {
+		rep := c.ok(wire.Request{ID: 2, Op: wire.OpPut, Table: "users", Row: map[string]any{"id": int64(i), "name": fmt.Sprint("u", i)}})
+		if fmt.Sprint(rep.Fields["affected"]) != "1" {
+			t.Fatalf("put: %v", rep.Fields)
+		}
+	}
+	rep := c.ok(wire.Request{ID: 3, Op: wire.OpGet, Table: "users", Key: []any{int64(3)}, Columns: []string{"name"}})
+	if fmt.Sprint(rep.Fields["columns"], rep.Fields["rows"]) != "[name] [[u3]]" {
+		t.Fatalf("get: %v", rep.Fields)
+	}
+	rep = c.ok(wire.Request{ID: 4, Op: wire.OpMultiGet, Table: "users", Keys: [][]any{{int64(5)}, {int64(9)}, {"1"}}, Columns: []string{"name"}})
+	if fmt.Sprint(rep.Fields["rows"]) != "[[u5] <nil> [u1]]" {
+		t.Fatalf("multi_get: %v", rep.Fields)
+	}
+	rep = c.ok(wire.Request{ID: 5, Op: wire.OpScan, Table: "users", Limit: 2, Columns: []string{"id"}})
+	cursor, _ := rep.Fields["cursor"].([]byte)
+	if fmt.Sprint(rep.Fields["rows"]) != "[[1] [2]]" || cursor == nil {
+		t.Fatalf("scan: %v", rep.Fields)
+	}
+	rep = c.ok(wire.Request{ID: 6, Op: wire.OpScan, Table: "users", Limit: 10, Cursor: cursor, Columns: []string{"id"}})
+	if fmt.Sprint(rep.Fields["rows"]) != "[[3] [4] [5]]" || rep.Fields["cursor"] != nil {
+		t.Fatalf("scan from the cursor: %v", rep.Fields)
+	}
+	rep = c.ok(wire.Request{ID: 7, Op: wire.OpDelete, Table: "users", Key: []any{int64(2)}})
+	if fmt.Sprint(rep.Fields["affected"]) != "1" {
+		t.Fatalf("delete: %v", rep.Fields)
+	}
+
+	errCode(t, c.do(wire.Request{ID: 8, Op: wire.OpGet, Table: "nope", Key: []any{int64(1)}}), tether.CodeUnknownTable)
+	errCode(t, c.do(wire.Request{ID: 9, Op: wire.OpGet, Key: []any{int64(1)}}), tether.CodeBadRequest)
+	errCode(t, c.do(wire.Request{ID: 10, Op: wire.OpGet, Table: "users"}), tether.CodeBadRequest)
+	errCode(t, c.do(wire.Request{ID: 11, Op: wire.OpReadRows, Table: "users", Prefix: []any{"x"}}), tether.CodeUnsupported)
+	errCode(t, c.do(wire.Request{ID: 12, Op: wire.OpQuery, SQL: "SELECT 1", Limit: 10}), tether.CodeUnsupported)
+
+	// A batch mixes the key API with SQL, in request order.
+	rep = c.ok(wire.Request{ID: 13, Op: wire.OpBatch, Ops: []wire.Request{
+		{Op: wire.OpGet, Table: "users", Key: []any{int64(1)}, Columns: []string{"name"}},
+		{Op: wire.OpQuery, SQL: "SELECT COUNT(*) FROM users"},
+		{Op: wire.OpPut, Table: "users", Row: map[string]any{"id": int64(6), "name": "u6"}},
+		{Op: wire.OpGet, Table: "nope", Key: []any{int64(1)}},
+	}})
+	res := rep.Fields["results"].([]any)
+	if fmt.Sprint(res[0].(map[string]any)["rows"]) != "[[u1]]" || fmt.Sprint(res[1].(map[string]any)["rows"]) != "[[4]]" ||
+		fmt.Sprint(res[2].(map[string]any)["affected"]) != "1" || res[3].(map[string]any)["error"].(map[string]any)["code"] != "unknown_table" {
+		t.Fatalf("batch: %v", res)
+	}
+}
