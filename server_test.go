@@ -666,7 +666,7 @@ func TestServer_KeyAPI(t *testing.T) {
 	// A batch mixes the key API with SQL, in request order.
 	rep = c.ok(wire.Request{ID: 13, Op: wire.OpBatch, Ops: []wire.Request{
 		{Op: wire.OpGet, Table: "users", Key: []any{int64(1)}, Columns: []string{"name"}},
-		{Op: wire.OpQuery, SQL: "SELECT COUNT(*) FROM users"},
+		{Op: wire.OpQuery, SQL: "SELECT COUNT(*) FROM users WHERE id <= 5"}, // ops run concurrently: not the put below
 		{Op: wire.OpPut, Table: "users", Row: map[string]any{"id": int64(6), "name": "u6"}},
 		{Op: wire.OpGet, Table: "nope", Key: []any{int64(1)}},
 	}})

@@ -80,7 +80,7 @@ var vectors = []vector{
 	}},
 	{"scan_request", "request", func() []byte {
 		return wire.AppendRequest(nil, &wire.Request{ID: 12, Op: wire.OpScan, Backend: "cass", Table: "s1",
-			Prefix: []any{"a", "b1"}, Limit: 100, Cursor: []byte{0x92, 0xa1, 0x61, 0xa2, 0x62, 0x31}})
+			Prefix: []any{"a", "b1"}, Limit: 100, Cursor: []byte("opaque-cursor-1")})
 	}},
 	{"scan_range_request", "request", func() []byte {
 		return wire.AppendRequest(nil, &wire.Request{ID: 13, Op: wire.OpScan, Table: "users",

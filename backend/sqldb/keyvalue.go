@@ -45,6 +45,9 @@ func (d *DB) table(ctx context.Context, name string) (*table, error) {
 	if t != nil {
 		return t, nil
 	}
+	if !isTableName(name) {
+		return nil, tether.Errorf(tether.CodeBadRequest, "%q is not a table name: letters, digits, '_' and '$', optionally qualified as schema.table", name)
+	}
 	ks := d.dialect.KeySQL()
 	q, params := ks.Columns(name)
 	res, err := d.Query(ctx, tether.Statement{SQL: q, Params: params})
@@ -86,6 +89,27 @@ func (d *DB) table(ctx context.Context, name string) (*table, error) {
 	d.kv.m[name] = t
 	d.kv.mu.Unlock()
 	return t, nil
+}
+
+// isTableName reports whether name is a plain identifier, optionally
+// qualified by one schema or database name.
+func isTableName(name string) bool {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 128 || p[0] >= '0' && p[0] <= '9' {
+			return false
+		}
+		for i := 0; i < len(p); i++ {
+			c := p[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // forget drops a table's cached metadata after an error that may mean its

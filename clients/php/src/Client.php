@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether;
 
 use Tether\Batch\Operation;
+use Tether\Bigtable\Mutation;
 use Tether\Connection\CommunicationException;
 use Tether\Connection\StreamConnection;
 use Tether\Connection\UnknownOutcomeException;
@@ -15,7 +16,8 @@ use Tether\Protocol\Request;
 use Tether\Server\ServerException;
 
 /**
- * Client runs SQL on the backends of a tetherd daemon over one local socket.
+ * Client runs SQL on the backends of a tetherd daemon over one local socket, and reads and writes rows by primary
+ * key on any backend (the key API: get, multiGet, scan, put, delete), including Cassandra and Bigtable.
  *
  * The socket is persistent by default: a php-fpm or mod_php worker keeps it across PHP requests, so a page pays
  * one local round trip per call and no connect. Clients of one process that name the same persistent address
@@ -167,6 +169,248 @@ final class Client
     }
 
     /**
+     * queryPage runs a statement on a backend that pages (Cassandra: CQL with bound parameters) and returns one page
+     * of at most $pageSize rows. Pass the page's cursor back, with the same statement and parameters, for the next
+     * one; a page without a cursor is the last. SQL backends answer `unsupported`: page with LIMIT, or scan().
+     *
+     * @param array<mixed> $params positional parameters
+     * @param int $pageSize most rows of this page, at least 1
+     * @param string|null $cursor the cursor of the previous page; null for the first
+     * @throws LogicException $pageSize < 1
+     * @throws ServerException e.g. unsupported, backend_error
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function queryPage(string $sql, array $params, int $pageSize, ?string $cursor = null, ?string $backend = null, ?int $timeoutMs = null): ScanResult
+    {
+        if ($pageSize < 1) {
+            throw new LogicException(\sprintf('queryPage: want a page size >= 1, got %d', $pageSize));
+        }
+
+        return Reply::page($this->connection->request(
+            Request::queryPage($sql, $params, $pageSize, $cursor, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('query');
+    }
+
+    /**
+     * get reads the row of $table with primary key $key, on any backend, without SQL: tetherd builds the statement
+     * from the table's primary key (Cassandra: partition key then clustering columns; Bigtable: the row key, and
+     * the row comes back wide: `key` and one `family:qualifier` column per column, each its latest value).
+     *
+     * @param mixed $key the key's value (int, string, ...), or for a composite key the list of its values in key
+     *                   order (array keys are ignored)
+     * @param array<string> $columns the columns to return; empty for all
+     * @return array<string, mixed>|null the row (column name => value), or null when there is none
+     * @throws ServerException e.g. unknown_table, bad_request (wrong number of key values, unknown column)
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): ?array
+    {
+        $rows = Reply::rows($this->connection->request(
+            Request::get($table, $key, $columns, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        ), 1) ?? throw $this->connection->malformedReply('get');
+
+        return $rows[0] ?? null;
+    }
+
+    /**
+     * multiGet reads the rows of several keys of $table in one round trip. An empty $keys returns [] without a
+     * round trip. Errors as get().
+     *
+     * @param array<mixed> $keys each a key value, or a list of a composite key's values
+     * @param array<string> $columns the columns to return; empty for all
+     * @return list<array<string, mixed>|null> one element per key, in the order of $keys: the row, or null where
+     *                                         the key has no row
+     */
+    public function multiGet(string $table, array $keys, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): array
+    {
+        if ($keys === []) {
+            return [];
+        }
+
+        return Reply::sparseRows($this->connection->request(
+            Request::multiGet($table, $keys, $columns, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        ), \count($keys)) ?? throw $this->connection->malformedReply('multi_get');
+    }
+
+    /**
+     * scan reads rows of $table in primary key order: those whose key starts with the values $prefix, or those
+     * from $start (inclusive) to $end (exclusive), one page of at most $limit. When the result hasMore(), call
+     * again with the same arguments and its cursor for the next page, or use scanAll(). On Cassandra a prefix must
+     * cover the partition key: scan('c1', prefix: ['a']) is phpcassa's get('a').
+     *
+     * @param array<mixed> $prefix leading key values; empty for the whole table (or the range)
+     * @param array<mixed>|null $start first key, or the leading values of one; null for no lower bound
+     * @param array<mixed>|null $end key to stop before, or the leading values of one; null for no upper bound
+     * @param int $limit most rows of this page; 0 for the server's default (1000)
+     * @param string|null $cursor the cursor of the previous page; null for the first
+     * @param array<string> $columns the columns to return; empty for all
+     * @throws ServerException e.g. unknown_table, bad_request (a prefix and a range, too many key values)
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function scan(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): ScanResult
+    {
+        return Reply::page($this->connection->request(
+            Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('scan');
+    }
+
+    /**
+     * scanAll is scan() over every page: a generator that yields the rows one by one (keys 0, 1, 2, ...), asking
+     * for the next page of $pageSize rows when the previous one is used up. Nothing is sent before the first row
+     * is asked for, and a failure is thrown from the iteration. $cursor resumes an earlier scan; $timeoutMs bounds
+     * each page.
+     *
+     * @param array<mixed> $prefix
+     * @param array<mixed>|null $start
+     * @param array<mixed>|null $end
+     * @param int $pageSize rows per round trip; 0 for the server's default (1000)
+     * @param array<string> $columns
+     * @return \Generator<int, array<string, mixed>, mixed, void>
+     * @throws ServerException|CommunicationException as scan(), while iterating
+     */
+    public function scanAll(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $pageSize = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): \Generator
+    {
+        do {
+            $page = $this->scan($table, $prefix, $start, $end, $pageSize, $cursor, $columns, $backend, $timeoutMs);
+            foreach ($page->rows as $row) {
+                yield $row;
+            }
+        } while (($cursor = $page->cursor) !== null);
+    }
+
+    /**
+     * put writes $row into $table: it inserts the row, or updates the columns it names when a row with its key
+     * exists (an upsert; the other columns keep their values). $row must hold every primary key column (on
+     * Bigtable: `key`, and `family:qualifier` columns).
+     *
+     * @param array<string, mixed> $row column name => value (null, bool, int, float or string)
+     * @throws LogicException $row is empty
+     * @throws ServerException e.g. unknown_table, bad_request (a key column missing, an unknown column)
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function put(string $table, array $row, ?string $backend = null, ?int $timeoutMs = null): void
+    {
+        if ($row === []) {
+            throw new LogicException('put needs a row with at least its key columns');
+        }
+        Reply::affected($this->connection->request(
+            Request::put($table, $row, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('put');
+    }
+
+    /**
+     * delete deletes the row of $table with primary key $key. Errors as get().
+     *
+     * @param mixed $key the key's value, or the list of a composite key's values in key order
+     * @return int the number of rows deleted (0 or 1); 1 on backends that cannot count (Cassandra, Bigtable)
+     */
+    public function delete(string $table, mixed $key, ?string $backend = null, ?int $timeoutMs = null): int
+    {
+        return Reply::affected($this->connection->request(
+            Request::delete($table, $key, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('delete');
+    }
+
+    /**
+     * readRows reads Bigtable rows as *long* rows, one per cell: each ['key' => row key, 'family' => ...,
+     * 'qualifier' => ..., 'timestamp' => microseconds, 'value' => bytes], in row key, then column, then
+     * newest-first order. Select the rows with one of:
+     *   - 'keys' => ['row#1', 'row#2']: those rows (missing ones are left out);
+     *   - 'prefix' => 'user#42#': the rows whose key starts with it;
+     *   - 'start' => 'a', 'end' => 'b': the rows from start (inclusive) to end (exclusive), either optional;
+     * and nothing for the whole table. Other options: 'limit' (most rows, 0 for the server's default; the cursor
+     * comes when the limit was reached), 'cursor' (of the previous page), 'families' (only these column
+     * families), 'columns' (only these "family:qualifier" columns), 'latest' => true (only the newest cell of each
+     * column). Other backends answer `unsupported`.
+     *
+     * @param array{keys?: array<string>, prefix?: string|null, start?: string|null, end?: string|null,
+     *              limit?: int, cursor?: string|null, families?: array<string>, columns?: array<string>,
+     *              latest?: bool} $options
+     * @throws LogicException an unknown option or a value of the wrong type
+     * @throws ServerException e.g. unknown_table, unsupported
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function readRows(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): ScanResult
+    {
+        return Reply::page($this->connection->request(
+            Request::readRows($table, $options, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('read_rows');
+    }
+
+    /**
+     * mutateRow applies $mutations to the Bigtable row $key atomically, in order:
+     *
+     *     $client->mutateRow('events', 'user#42', [
+     *         Mutation::set('f', 'name', 'ada'),
+     *         Mutation::deleteCells('f', 'old'),
+     *     ], 'bt');
+     *
+     * @param array<Mutation> $mutations at least one
+     * @throws LogicException no mutations, or an element that is not a Mutation
+     * @throws ServerException e.g. unknown_table, unsupported, backend_error (unknown column family)
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function mutateRow(string $table, string $key, array $mutations, ?string $backend = null, ?int $timeoutMs = null): void
+    {
+        Reply::affected($this->connection->request(
+            Request::mutateRow($table, $key, $mutations, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('mutate_row');
+    }
+
+    /**
+     * increment adds $delta (may be negative) to the 64-bit big-endian counter in the Bigtable cell
+     * family:qualifier of row $key, atomically (a missing cell counts as 0), and returns the new value.
+     *
+     * @throws ServerException e.g. backend_error when the cell holds something else than 8 bytes
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown (the counter may or
+     *                                may not have been incremented: do not retry blindly)
+     */
+    public function increment(string $table, string $key, string $family, string $qualifier, int $delta = 1, ?string $backend = null, ?int $timeoutMs = null): int
+    {
+        return Reply::counter($this->connection->request(
+            Request::increment($table, $key, $family, $qualifier, $delta, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('increment');
+    }
+
+    /**
+     * checkAndMutate applies $ifTrue to the Bigtable row $key when it has a cell in family:qualifier whose latest
+     * value is $value, else $ifFalse, atomically. A null $qualifier matches any column of the family; a null
+     * $value matches any value (the cell exists).
+     *
+     * @param array<Mutation> $ifTrue
+     * @param array<Mutation> $ifFalse
+     * @return bool whether the predicate matched (so $ifTrue was applied)
+     * @throws LogicException an element that is not a Mutation
+     * @throws ServerException|CommunicationException as mutateRow()
+     */
+    public function checkAndMutate(string $table, string $key, string $family, ?string $qualifier, ?string $value, array $ifTrue, array $ifFalse = [], ?string $backend = null, ?int $timeoutMs = null): bool
+    {
+        return (Reply::affected($this->connection->request(
+            Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('check_and_mutate')) > 0;
+    }
+
+    /**
      * begin opens a transaction on a backend connection that tetherd pins to this client's socket. End it with
      * commit() or rollback(); one left open is rolled back when the Transaction is destroyed or the PHP request
      * ends. Prefer transaction(), which cannot leave one open.
@@ -221,14 +465,17 @@ final class Client
 
     /**
      * batch sends several operations in one frame; tetherd runs them concurrently (within each backend's pool
-     * limits) and answers once. The result has the keys of $ops, in their order; each element is the operation's
-     * result (rows for a query, an ExecResult for an execute, true for a ping) or, for an operation that failed,
-     * the ServerException describing it, returned and not thrown: one failing operation does not make the others
-     * unavailable. An empty $ops returns [] without a round trip.
+     * limits) and answers once, so one round trip can read a MySQL row, a Cassandra slice and a Bigtable row. The
+     * result has the keys of $ops, in their order; each element is what the operation's Client method returns
+     * (rows for a query, an ExecResult for an execute, ?array for a get, a list for a multiGet, a ScanResult for a
+     * scan or readRows, the affected count for a delete, the new value for an increment, a bool for a
+     * checkAndMutate, and true for the operations whose method returns nothing: ping, put, mutateRow) or, for an
+     * operation that failed, the ServerException describing it, returned and not thrown: one failing operation
+     * does not make the others unavailable. An empty $ops returns [] without a round trip.
      *
-     * @param array<array-key, Operation> $ops built with Operation::query(), ::execute(), ::ping()
+     * @param array<array-key, Operation> $ops built with Operation's factories (::query(), ::get(), ...)
      * @param int|null $timeoutMs deadline of the whole batch; an operation may carry a shorter one
-     * @return array<array-key, list<array<string, mixed>>|ExecResult|true|ServerException>
+     * @return array<array-key, mixed>
      * @throws LogicException an element of $ops is not an Operation
      * @throws ServerException the batch as a whole was rejected (bad_request, timeout, ...)
      * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
@@ -266,11 +513,10 @@ final class Client
                 $out[$key] = ServerException::fromError((array) $item['error']);
                 continue;
             }
-            $out[$key] = match ($op->op) {
-                'query' => Reply::rows($item),
-                'exec' => Reply::exec($item),
-                default => true,
-            } ?? throw $this->connection->malformedReply('batch');
+            $out[$key] = self::batchResult($op, $item) ?? throw $this->connection->malformedReply('batch');
+            if ($op->op === 'get') {
+                $out[$key] = $out[$key][0] ?? null;
+            }
         }
 
         return $out;
@@ -283,6 +529,28 @@ final class Client
     public function close(): void
     {
         $this->connection->close();
+    }
+
+    /**
+     * batchResult maps a batch operation's successful reply to what the operation's Client method returns (get:
+     * its rows, of which batch() takes the first; methods returning nothing: true), or null when malformed.
+     *
+     * @param array<mixed> $item
+     */
+    private static function batchResult(Operation $op, array $item): mixed
+    {
+        return match ($op->op) {
+            'query' => Reply::rows($item),
+            'exec' => Reply::exec($item),
+            'get' => Reply::rows($item, 1),
+            'multi_get' => Reply::sparseRows($item, \count($op->request['keys'])),
+            'scan', 'read_rows' => Reply::page($item),
+            'delete' => Reply::affected($item),
+            'put', 'mutate_row' => Reply::affected($item) === null ? null : true,
+            'check_and_mutate' => ($affected = Reply::affected($item)) === null ? null : $affected > 0,
+            'increment' => Reply::counter($item),
+            default => true,
+        };
     }
 
     /** appendPrevious hangs $cause at the end of $e's chain of previous exceptions. */

@@ -4,16 +4,22 @@ declare(strict_types=1);
 
 namespace Tether\Batch;
 
+use Tether\Bigtable\Mutation;
+use Tether\Exception\LogicException;
 use Tether\Protocol\Request;
 
 /**
- * Operation is one element of Client::batch(): a query, an exec or a ping, each on its own backend and with its
- * own optional deadline. Transactions cannot be part of a batch. Operations are immutable and can be reused.
+ * Operation is one element of Client::batch(): a query, an exec, a ping, a key-API operation (get, multiGet, scan,
+ * put, delete) or a Bigtable one (readRows, mutateRow, increment, checkAndMutate), each on its own backend and with
+ * its own optional deadline. Each factory takes the arguments of the Client method of the same name, and the
+ * operation's batch result is what that method returns (true for the methods that return nothing). Transactions
+ * cannot be part of a batch. Operations are immutable and can be reused.
  */
 final class Operation
 {
     /**
-     * @param string $op the protocol op: query, exec or ping
+     * @param string $op the protocol op: query, exec, ping, get, multi_get, scan, put, delete, read_rows,
+     *                   mutate_row, increment or check_and_mutate
      * @param array<string, mixed> $request the request map without `id`, as it goes into the batch's `ops`
      */
     private function __construct(
@@ -46,6 +52,110 @@ final class Operation
     public static function ping(?int $timeoutMs = null): self
     {
         return self::withoutId('ping', Request::ping($timeoutMs));
+    }
+
+    /**
+     * get reads one row by primary key (Client::get()); its batch result is the row or null.
+     *
+     * @param mixed $key the key's value, or the list of a composite key's values
+     * @param array<string> $columns
+     */
+    public static function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('get', Request::get($table, $key, $columns, $backend, $timeoutMs));
+    }
+
+    /**
+     * multiGet reads the rows of several keys (Client::multiGet()); its batch result is a list with one row or
+     * null per key, in the order of $keys.
+     *
+     * @param array<mixed> $keys
+     * @param array<string> $columns
+     */
+    public static function multiGet(string $table, array $keys, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('multi_get', Request::multiGet($table, $keys, $columns, $backend, $timeoutMs));
+    }
+
+    /**
+     * scan reads one page of rows in key order (Client::scan()); its batch result is a ScanResult.
+     *
+     * @param array<mixed> $prefix
+     * @param array<mixed>|null $start
+     * @param array<mixed>|null $end
+     * @param array<string> $columns
+     */
+    public static function scan(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs));
+    }
+
+    /**
+     * put upserts a row (Client::put()); its batch result is true.
+     *
+     * @param array<string, mixed> $row
+     * @throws LogicException $row is empty
+     */
+    public static function put(string $table, array $row, ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        if ($row === []) {
+            throw new LogicException('put needs a row with at least its key columns');
+        }
+
+        return self::withoutId('put', Request::put($table, $row, $backend, $timeoutMs));
+    }
+
+    /**
+     * delete deletes one row by primary key (Client::delete()); its batch result is the number of rows deleted.
+     *
+     * @param mixed $key
+     */
+    public static function delete(string $table, mixed $key, ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('delete', Request::delete($table, $key, $backend, $timeoutMs));
+    }
+
+    /**
+     * readRows reads Bigtable cells as long rows (Client::readRows()); its batch result is a ScanResult.
+     *
+     * @param array{keys?: array<string>, prefix?: string|null, start?: string|null, end?: string|null,
+     *              limit?: int, cursor?: string|null, families?: array<string>, columns?: array<string>,
+     *              latest?: bool} $options
+     * @throws LogicException an unknown option or a value of the wrong type
+     */
+    public static function readRows(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('read_rows', Request::readRows($table, $options, $backend, $timeoutMs));
+    }
+
+    /**
+     * mutateRow applies mutations to one Bigtable row atomically (Client::mutateRow()); its batch result is true.
+     *
+     * @param array<Mutation> $mutations
+     * @throws LogicException no mutations, or an element that is not a Mutation
+     */
+    public static function mutateRow(string $table, string $key, array $mutations, ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('mutate_row', Request::mutateRow($table, $key, $mutations, $backend, $timeoutMs));
+    }
+
+    /** increment adds to a Bigtable counter cell (Client::increment()); its batch result is the new value. */
+    public static function increment(string $table, string $key, string $family, string $qualifier, int $delta = 1, ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('increment', Request::increment($table, $key, $family, $qualifier, $delta, $backend, $timeoutMs));
+    }
+
+    /**
+     * checkAndMutate is a conditional Bigtable row mutation (Client::checkAndMutate()); its batch result is
+     * whether the predicate matched.
+     *
+     * @param array<Mutation> $ifTrue
+     * @param array<Mutation> $ifFalse
+     * @throws LogicException an element that is not a Mutation
+     */
+    public static function checkAndMutate(string $table, string $key, string $family, ?string $qualifier, ?string $value, array $ifTrue, array $ifFalse = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('check_and_mutate', Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend, $timeoutMs));
     }
 
     /** @param array<string, mixed> $request */

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\Protocol;
 
 use Tether\ExecResult;
+use Tether\ScanResult;
 
 /**
  * Reply turns successful reply maps into the values the client returns. Each function returns null when the map
@@ -43,6 +44,75 @@ final class Reply
         }
 
         return $result;
+    }
+
+    /**
+     * sparseRows turns a `multi_get` reply into a list of $count elements, each an associative row or null (a
+     * key that has no row). A reply with another number of rows is malformed.
+     *
+     * @param array<mixed> $reply
+     * @return list<array<string, mixed>|null>|null
+     */
+    public static function sparseRows(array $reply, int $count): ?array
+    {
+        $columns = $reply['columns'] ?? null;
+        $rows = $reply['rows'] ?? null;
+        if (!\is_array($columns) || !\is_array($rows) || \count($rows) !== $count) {
+            return null;
+        }
+        $result = [];
+        try {
+            foreach ($rows as $row) {
+                $result[] = $row === null ? null : \array_combine($columns, $row);
+            }
+        } catch (\TypeError|\ValueError) {
+            return null;
+        }
+
+        return $result;
+    }
+
+    /**
+     * page turns a reply {columns, rows, cursor?} (scan, read_rows, paged query) into a ScanResult. The cursor is
+     * bin on the wire, a string here.
+     *
+     * @param array<mixed> $reply
+     */
+    public static function page(array $reply): ?ScanResult
+    {
+        $cursor = $reply['cursor'] ?? null;
+        if ($cursor !== null && !\is_string($cursor)) {
+            return null;
+        }
+        $rows = self::rows($reply);
+
+        return $rows === null ? null : new ScanResult($rows, $cursor);
+    }
+
+    /**
+     * affected returns the `affected` count of a reply {affected, insert_id?} (put, delete, mutate_row,
+     * check_and_mutate).
+     *
+     * @param array<mixed> $reply
+     */
+    public static function affected(array $reply): ?int
+    {
+        $affected = $reply['affected'] ?? null;
+
+        return \is_int($affected) ? $affected : null;
+    }
+
+    /**
+     * counter returns the new value of an `increment` reply: the `value` of its one row [key, family, qualifier,
+     * value].
+     *
+     * @param array<mixed> $reply
+     */
+    public static function counter(array $reply): ?int
+    {
+        $value = self::rows($reply, 1)[0]['value'] ?? null;
+
+        return \is_int($value) ? $value : null;
     }
 
     /**

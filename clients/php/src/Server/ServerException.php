@@ -30,6 +30,10 @@ class ServerException extends TetherException
     public const UNKNOWN_BACKEND = 'unknown_backend';
     /** No open transaction with that handle on this connection. */
     public const UNKNOWN_TX = 'unknown_tx';
+    /** The key API's (or a Bigtable operation's) table does not exist on that backend. */
+    public const UNKNOWN_TABLE = 'unknown_table';
+    /** The backend does not offer that operation (transactions on Cassandra, readRows on SQL, query on Bigtable). */
+    public const UNSUPPORTED = 'unsupported';
     /** A TCP client without a valid hello. */
     public const UNAUTHORIZED = 'unauthorized';
     /** The backend rejected the statement; retryable only for deadlocks and serialization failures. */

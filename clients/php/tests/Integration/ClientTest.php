@@ -151,7 +151,7 @@ final class ClientTest extends IntegrationTestCase
         foreach (self::backends() as [$backend]) {
             $ops["$backend:query"] = Operation::query('SELECT 1 AS one', [], $backend);
         }
-        $first = self::backendNames()[0];
+        $first = array_values(iterator_to_array(self::backends()))[0][0];
         $ops['failing'] = Operation::query('SELECT * FROM tether_no_such_table', [], $first);
         $ops['ping'] = Operation::ping();
         $ops['unknown backend'] = Operation::execute('DELETE FROM t', [], 'tether_no_such_backend');

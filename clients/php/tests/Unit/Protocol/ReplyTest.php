@@ -6,6 +6,7 @@ namespace Tether\Tests\Unit\Protocol;
 
 use PHPUnit\Framework\TestCase;
 use Tether\Protocol\Reply;
+use Tether\ScanResult;
 
 final class ReplyTest extends TestCase
 {
@@ -40,6 +41,51 @@ final class ReplyTest extends TestCase
         yield 'no rows' => [['columns' => ['a']]];
         yield 'row too short' => [['columns' => ['a', 'b'], 'rows' => [[1]]]];
         yield 'row not a list' => [['columns' => ['a'], 'rows' => [1]]];
+    }
+
+    public function testSparseRowsKeepNullForMissingKeys(): void
+    {
+        $reply = ['id' => 11, 'columns' => ['id', 'name'], 'rows' => [[1, 'ada'], null, [3, 'cy']]];
+
+        self::assertSame([['id' => 1, 'name' => 'ada'], null, ['id' => 3, 'name' => 'cy']], Reply::sparseRows($reply, 3));
+        self::assertNull(Reply::sparseRows($reply, 2), 'one row per key, or the reply is malformed');
+        self::assertNull(Reply::sparseRows(['columns' => ['a'], 'rows' => [[1, 2]]], 1));
+        self::assertNull(Reply::sparseRows(['columns' => ['a'], 'rows' => ['x']], 1));
+        self::assertSame([], Reply::sparseRows(['columns' => ['a'], 'rows' => []], 0));
+    }
+
+    public function testRowsOfAMultiGetReplyWithNullIsMalformed(): void
+    {
+        self::assertNull(Reply::rows(['columns' => ['a'], 'rows' => [[1], null]]), 'null rows are for multi_get only');
+    }
+
+    public function testPageHasRowsAndCursor(): void
+    {
+        $page = Reply::page(['columns' => ['k'], 'rows' => [['a'], ['b']], 'cursor' => "\x01\x02\x03"]);
+        self::assertInstanceOf(ScanResult::class, $page);
+        self::assertSame([['k' => 'a'], ['k' => 'b']], $page->rows);
+        self::assertSame("\x01\x02\x03", $page->cursor);
+        self::assertTrue($page->hasMore());
+
+        $last = Reply::page(['columns' => ['k'], 'rows' => []]);
+        self::assertNotNull($last);
+        self::assertNull($last->cursor);
+        self::assertFalse($last->hasMore());
+        self::assertCount(0, $last);
+
+        self::assertNull(Reply::page(['columns' => ['k'], 'rows' => [], 'cursor' => 5]), 'a cursor is bytes');
+        self::assertNull(Reply::page(['rows' => []]));
+    }
+
+    public function testAffectedAndCounter(): void
+    {
+        self::assertSame(1, Reply::affected(['affected' => 1, 'insert_id' => 0]));
+        self::assertSame(0, Reply::affected(['affected' => 0]));
+        self::assertNull(Reply::affected(['ok' => true]));
+
+        self::assertSame(-3, Reply::counter(['columns' => ['key', 'family', 'qualifier', 'value'], 'rows' => [['k', 'c', 'n', -3]]]));
+        self::assertNull(Reply::counter(['columns' => ['key', 'family', 'qualifier', 'value'], 'rows' => []]));
+        self::assertNull(Reply::counter(['columns' => ['key', 'family', 'qualifier', 'value'], 'rows' => [['k', 'c', 'n', "\0\0\0\0\0\0\0\1"]]]));
     }
 
     public function testExec(): void

@@ -47,8 +47,8 @@ final class ServerExceptionTest extends TestCase
     public function testConstantsCoverEveryCodeOfTheProtocol(): void
     {
         self::assertSame(
-            ['bad_frame', 'too_large', 'bad_request', 'unknown_op', 'unknown_backend', 'unknown_tx', 'unauthorized',
-             'backend_error', 'unavailable', 'busy', 'timeout', 'tx_aborted', 'internal'],
+            ['bad_frame', 'too_large', 'bad_request', 'unknown_op', 'unknown_backend', 'unknown_tx', 'unknown_table',
+             'unsupported', 'unauthorized', 'backend_error', 'unavailable', 'busy', 'timeout', 'tx_aborted', 'internal'],
             array_values((new \ReflectionClass(ServerException::class))->getConstants()),
         );
     }
