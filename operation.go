@@ -2,6 +2,7 @@ package tether
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -116,9 +117,9 @@ func executeWideColumn(ctx context.Context, wc WideColumn, r *wire.Request, maxB
 	default:
 		c := CheckAndMutateRequest{Table: r.Table, Key: key, Family: r.Family, Qualifier: r.Qualifier}
 		if r.Value != nil {
-			v, err := rowKey(r.Value)
+			v, err := cellValue(r.Value)
 			if err != nil {
-				return nil, Errorf(CodeBadRequest, "value: %s", err.(*Error).Message)
+				return nil, Errorf(CodeBadRequest, "value: %s", err)
 			}
 			c.Value = v
 		}
@@ -169,17 +170,29 @@ func mutations(in []wire.Mutation) ([]Mutation, error) {
 			return nil, Errorf(CodeBadRequest, "mutation %d: op %q is not set, delete_cells, delete_family or delete_row", i+1, m.Op)
 		}
 		if m.Value != nil {
-			switch v := m.Value.(type) {
-			case string:
-				out[i].Value = []byte(v)
-			case []byte:
-				out[i].Value = v
-			case int64:
-				out[i].Value = fmt.Appendf(nil, "%d", v)
-			default:
-				return nil, Errorf(CodeBadRequest, "mutation %d: value must be a string or bytes, not %T", i+1, m.Value)
+			v, err := cellValue(m.Value)
+			if err != nil {
+				return nil, Errorf(CodeBadRequest, "mutation %d: %s", i+1, err)
 			}
+			out[i].Value = v
 		}
 	}
 	return out, nil
+}
+
+// cellValue turns a value into a Bigtable cell's bytes: strings and bytes as
+// they are, integers as 8-byte big-endian, the counter form that increment
+// works on (as put writes them).
+func cellValue(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case string:
+		return []byte(x), nil
+	case []byte:
+		return x, nil
+	case int64:
+		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
+	case uint64:
+		return binary.BigEndian.AppendUint64(nil, x), nil
+	}
+	return nil, fmt.Errorf("a cell value is a string, bytes or an integer, not %T", v)
 }

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	tether "github.com/tether-php/tether"
@@ -23,6 +24,9 @@ type KVSuite struct {
 	// a text column A.
 	CreateCompositeTable func(t *testing.T, name string)
 	P, C                 string
+	// Schemaless is set for Bigtable: a projected read also returns the key
+	// column first, and a column the table lacks reads as nil.
+	Schemaless bool
 }
 
 // text is a value as text: backends return strings or, for Bigtable, bytes.
@@ -71,7 +75,11 @@ func RunKeyValue(t *testing.T, s *KVSuite) {
 			t.Fatalf("get: %v %v", res.Columns, res.Rows)
 		}
 		res, err = b.Get(c(t), tether.KeyRequest{Table: tbl, Key: []any{"k1"}, Columns: []string{s.A}})
-		if err != nil || len(res.Columns) != 1 || res.Columns[0] != s.A || text(res.Rows[0][0]) != "alpha" {
+		wantCols := []string{s.A}
+		if s.Schemaless {
+			wantCols = []string{s.Key, s.A}
+		}
+		if err != nil || !slices.Equal(res.Columns, wantCols) || len(res.Rows) != 1 || col(t, res, res.Rows[0], s.A) != "alpha" {
 			t.Fatalf("get with columns: %v %v %v", res.Columns, res.Rows, err)
 		}
 		// An upsert replaces the columns it names and keeps the others.
@@ -239,7 +247,7 @@ func RunKeyValue(t *testing.T, s *KVSuite) {
 			t.Fatalf("a table name with SQL in it: %v (%s)", err, code(err))
 		}
 		_, err = b.Get(c(t), tether.KeyRequest{Table: tbl, Key: []any{"x"}, Columns: []string{s.A + `" FROM x; --`}})
-		if code(err) != tether.CodeBadRequest && code(err) != tether.CodeBackendError {
+		if code(err) != tether.CodeBadRequest && code(err) != tether.CodeBackendError && !(s.Schemaless && err == nil) {
 			t.Fatalf("a column name with SQL in it: %v (%s)", err, code(err))
 		}
 		if _, err := b.Get(c(t), tether.KeyRequest{Table: tbl, Key: []any{"x"}}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/bigtable"
 	"github.com/tether-php/tether/backend/mysql"
 	"github.com/tether-php/tether/backend/postgres"
 	"github.com/tether-php/tether/backend/sqlite"
@@ -15,6 +16,7 @@ var backendTypes = map[string]func(tether.BackendConfig) (tether.Backend, error)
 	"sqlite":   func(c tether.BackendConfig) (tether.Backend, error) { return sqlite.New(c) },
 	"mysql":    func(c tether.BackendConfig) (tether.Backend, error) { return mysql.New(c) },
 	"postgres": func(c tether.BackendConfig) (tether.Backend, error) { return postgres.New(c) },
+	"bigtable": func(c tether.BackendConfig) (tether.Backend, error) { return bigtable.New(c) },
 }
 
 // newBackends constructs (without connecting) every configured backend.

@@ -60,6 +60,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return nil
 	}
 	log := newLogger(m.Stderr, cfg.Log)
+	slog.SetDefault(log) // backends log through it too
 	if *configPath == "" {
 		log.Info("no -config given: running the embedded default", "sqlite", tether.DefaultSQLitePath, "socket", cfg.Server.AbsSocket())
 	}
