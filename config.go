@@ -62,7 +62,7 @@ type BackendConfig struct {
 }
 
 // BackendTypes lists the backend types tetherd knows.
-var BackendTypes = []string{"sqlite", "mysql", "postgres", "bigtable"}
+var BackendTypes = []string{"sqlite", "mysql", "postgres", "cassandra", "bigtable"}
 
 // Default paths of the embedded default: SQLite beside a socket in ./var.
 const (

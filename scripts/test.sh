@@ -2,12 +2,14 @@
 # scripts/test.sh: the whole test suite; what `make test` (and so CI, through .ci/run) runs.
 #
 #  1. deps         install missing Debian packages (scripts/install-deps.sh)
-#  2. databases    wipe var/test, start throwaway MariaDB and PostgreSQL there (scripts/lib/databases.sh)
+#  2. databases    wipe var/test, start throwaway MariaDB, PostgreSQL (scripts/lib/databases.sh) and Cassandra
+#                  (scripts/lib/cassandra.sh: Maven jars cached in var/cache) there
 #  3. go vet       go vet ./...
 #  4. go test      go test -race -count=1 ./... against those databases (TETHER_TEST_{MYSQL,POSTGRES}_{DSN,ADDR};
 #                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping)
 #  5. build        go build -o bin/tetherd ./cmd/tetherd; etc/tetherd.toml must pass tetherd -check
-#  6. tetherd      start bin/tetherd on var/test/tetherd.toml (backends main=sqlite, maria=mysql, pg=postgres)
+#  6. tetherd      start bin/tetherd on var/test/tetherd.toml (backends main=sqlite, maria=mysql, pg=postgres,
+#                  cass=cassandra, bt=bigtable on the in-process emulator)
 #  7. phpunit      the PHP client's suites against it; any skipped, incomplete or risky test fails the run
 #  8. shutdown     SIGTERM tetherd; it must exit 0 within its shutdown grace
 #  9. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
@@ -21,6 +23,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=scripts/lib/databases.sh
 source scripts/lib/databases.sh
+# shellcheck source=scripts/lib/cassandra.sh
+source scripts/lib/cassandra.sh
 
 TEST_DIR=${TETHER_TEST_DIR:-$ROOT/var/test}
 TETHERD=$ROOT/bin/tetherd
@@ -83,8 +87,9 @@ cleanup() {
 	stop_tetherd
 	stop_mariadb
 	stop_postgres
+	stop_cassandra
 	if ((rc == 0)); then
-		printf '\n==> make test: PASSED in %ss (go vet, go test -race, phpunit, quickstart, bench --quick)\n' "$(since "$T_START")"
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, quickstart, bench --quick)\n' "$(since "$T_START")"
 	else
 		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
 			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
@@ -113,19 +118,23 @@ fi
 if [[ -e "$TEST_DIR" && "$TEST_DIR" != "$ROOT/var/test" && ! -e "$TEST_DIR/.tether-test-dir" ]]; then
 	die "refusing to wipe $TEST_DIR: not a directory an earlier test run created (no .tether-test-dir in it)"
 fi
+clean_cassandra_dir "$TEST_DIR/cassandra"
 clean_db_dir "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 touch "$TEST_DIR/.tether-test-dir"
 start_mariadb "$TEST_DIR/mariadb"
 start_postgres "$TEST_DIR/pg"
+start_cassandra "$TEST_DIR/cassandra"
 
 export TETHER_TEST_MYSQL_DSN=$MARIADB_DSN
 export TETHER_TEST_POSTGRES_DSN=$PG_DSN
 # The same servers over TCP, for the backend suite's fault tests (they proxy these addresses).
 export TETHER_TEST_MYSQL_ADDR=127.0.0.1:$MARIADB_PORT
 export TETHER_TEST_POSTGRES_ADDR=127.0.0.1:$PG_PORT
+export TETHER_TEST_CASSANDRA_HOST=$CASSANDRA_HOST
+export TETHER_TEST_CASSANDRA_USER=$CASSANDRA_USER TETHER_TEST_CASSANDRA_PASSWORD=$CASSANDRA_PASSWORD
 export TETHER_REQUIRE_BACKENDS=1
-for v in TETHER_TEST_MYSQL_DSN TETHER_TEST_MYSQL_ADDR TETHER_TEST_POSTGRES_DSN TETHER_TEST_POSTGRES_ADDR; do
+for v in TETHER_TEST_MYSQL_DSN TETHER_TEST_MYSQL_ADDR TETHER_TEST_POSTGRES_DSN TETHER_TEST_POSTGRES_ADDR TETHER_TEST_CASSANDRA_HOST; do
 	log "$v=${!v}"
 done
 
@@ -178,6 +187,15 @@ dsn = "$TETHER_TEST_MYSQL_DSN"
 [backends.pg]
 type = "postgres"
 dsn = "$TETHER_TEST_POSTGRES_DSN"
+
+[backends.cass]
+type = "cassandra"
+dsn = "$CASSANDRA_DSN"
+
+# The Go client's in-process Bigtable emulator, with the table the PHP tests use.
+[backends.bt]
+type = "bigtable"
+dsn = "bigtable://tether-test/php?emulator=inprocess&table=php_test:f,c"
 TOML
 start_tetherd "$ROOT" "$SOCK" "$TEST_DIR/tetherd.log" -config "$CONFIG"
 echo "$TETHERD_PID" >"$TEST_DIR/tetherd.pid"
@@ -188,8 +206,8 @@ phpunit_log=$TEST_DIR/phpunit.log
 junit=$TEST_DIR/phpunit-junit.xml
 phpunit_rc=0
 TETHER_SOCKET=$SOCK \
-	TETHER_TEST_BACKENDS=main,maria,pg \
-	TETHER_TEST_BACKEND_TYPES=main=sqlite,maria=mysql,pg=postgres \
+	TETHER_TEST_BACKENDS=main,maria,pg,cass,bt \
+	TETHER_TEST_BACKEND_TYPES=main=sqlite,maria=mysql,pg=postgres,cass=cassandra,bt=bigtable \
 	phpunit -c clients/php/phpunit.xml.dist --do-not-cache-result --log-junit "$junit" \
 	--fail-on-skipped --fail-on-incomplete --fail-on-risky 2>&1 | tee "$phpunit_log" || phpunit_rc=$?
 # The flags above already make PHPUnit exit non-zero on these; the output is checked as well, so that a test that
@@ -249,8 +267,10 @@ step "bench (quick)"
 # It starts and stops its own servers: it must not inherit (and so stop) the test's.
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
 	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
+	-u CASSANDRA_PID -u CASSANDRA_DIR -u CASSANDRA_PORT -u CASSANDRA_HOST -u CASSANDRA_DSN \
 	bash bench/cli/run.sh --quick >"$TEST_DIR/bench-quick.md" 2>"$TEST_DIR/bench-quick.log" ||
 	{ tail_file "$TEST_DIR/bench-quick.log"; die "bench/cli/run.sh --quick failed"; }
 grep -q '^| Tether point read, PHP client |' "$TEST_DIR/bench-quick.md" ||
 	die "bench/cli/run.sh --quick printed no point-read row (see $TEST_DIR/bench-quick.md)"
+
 STEP=finished

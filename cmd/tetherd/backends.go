@@ -5,6 +5,7 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/bigtable"
+	"github.com/tether-php/tether/backend/cassandra"
 	"github.com/tether-php/tether/backend/mysql"
 	"github.com/tether-php/tether/backend/postgres"
 	"github.com/tether-php/tether/backend/sqlite"
@@ -13,10 +14,11 @@ import (
 // backendTypes maps a config's backend type to its constructor. A new backend
 // package adds one line here and its name to tether.BackendTypes.
 var backendTypes = map[string]func(tether.BackendConfig) (tether.Backend, error){
-	"sqlite":   func(c tether.BackendConfig) (tether.Backend, error) { return sqlite.New(c) },
-	"mysql":    func(c tether.BackendConfig) (tether.Backend, error) { return mysql.New(c) },
-	"postgres": func(c tether.BackendConfig) (tether.Backend, error) { return postgres.New(c) },
-	"bigtable": func(c tether.BackendConfig) (tether.Backend, error) { return bigtable.New(c) },
+	"sqlite":    func(c tether.BackendConfig) (tether.Backend, error) { return sqlite.New(c) },
+	"mysql":     func(c tether.BackendConfig) (tether.Backend, error) { return mysql.New(c) },
+	"postgres":  func(c tether.BackendConfig) (tether.Backend, error) { return postgres.New(c) },
+	"bigtable":  func(c tether.BackendConfig) (tether.Backend, error) { return bigtable.New(c) },
+	"cassandra": func(c tether.BackendConfig) (tether.Backend, error) { return cassandra.New(c) },
 }
 
 // newBackends constructs (without connecting) every configured backend.
