@@ -147,22 +147,40 @@ final class CassandraTest extends IntegrationTestCase
         }
     }
 
-    /** @dataProvider cassandraBackends */
-    public function testOneBatchReadsCassandraAndSql(string $backend): void
+    /**
+     * One round trip reads a Cassandra slice, a row from every SQL backend under test and a row from every Bigtable
+     * backend under test, run in parallel by tetherd.
+     *
+     * @dataProvider cassandraBackends
+     */
+    public function testOneBatchReadsCassandraSqlAndBigtable(string $backend): void
     {
         $c1 = $this->cqlTable($backend, 'c1', self::C1);
         $this->client->put($c1, ['key' => 'a', 'column1' => 'x', 'value' => 'v1'], $backend);
 
         $ops = ['slice' => Operation::scan($c1, prefix: ['a'], columns: ['column1', 'value'], backend: $backend)];
-        foreach (self::backends() as [$sql]) {
-            $ops[$sql] = Operation::query('SELECT 1 AS one', [], $sql);
+        foreach (self::backends() as [$sql, $type]) {
+            $table = $this->keyTable($sql, $type, 'k VARCHAR(64) PRIMARY KEY, a TEXT');
+            $this->client->put($table, ['k' => 'user-1', 'a' => "row of $sql"], $sql);
+            $ops[$sql] = Operation::get($table, 'user-1', backend: $sql);
+        }
+        $bigtables = [];
+        foreach (self::backendsOfType('bigtable') as [$bt]) {
+            $key = 'batch-' . bin2hex(random_bytes(6));
+            $this->client->put('php_test', ['key' => $key, 'f:name' => "row of $bt"], $bt);
+            $ops[$bt] = Operation::get('php_test', $key, ['f:name'], $bt);
+            $bigtables[$bt] = $key;
         }
         $results = $this->client->batch($ops);
 
         self::assertSame([['column1' => 'x', 'value' => 'v1']], $results['slice']->rows);
         foreach (self::backends() as [$sql]) {
-            self::assertSame([['one' => 1]], $results[$sql]);
+            self::assertSame(['k' => 'user-1', 'a' => "row of $sql"], $results[$sql]);
         }
+        foreach ($bigtables as $bt => $key) {
+            self::assertSame(['key' => $key, 'f:name' => "row of $bt"], $results[$bt]);
+        }
+        self::assertGreaterThan(1, count($ops), 'the batch should span more than one backend');
     }
 
     /**
