@@ -117,7 +117,7 @@ func executeWideColumn(ctx context.Context, wc WideColumn, r *wire.Request, maxB
 	default:
 		c := CheckAndMutateRequest{Table: r.Table, Key: key, Family: r.Family, Qualifier: r.Qualifier}
 		if r.Value != nil {
-			v, err := cellValue(r.Value)
+			v, err := CellValue(r.Value)
 			if err != nil {
 				return nil, Errorf(CodeBadRequest, "value: %s", err)
 			}
@@ -170,7 +170,7 @@ func mutations(in []wire.Mutation) ([]Mutation, error) {
 			return nil, Errorf(CodeBadRequest, "mutation %d: op %q is not set, delete_cells, delete_family or delete_row", i+1, m.Op)
 		}
 		if m.Value != nil {
-			v, err := cellValue(m.Value)
+			v, err := CellValue(m.Value)
 			if err != nil {
 				return nil, Errorf(CodeBadRequest, "mutation %d: %s", i+1, err)
 			}
@@ -180,10 +180,10 @@ func mutations(in []wire.Mutation) ([]Mutation, error) {
 	return out, nil
 }
 
-// cellValue turns a value into a Bigtable cell's bytes: strings and bytes as
-// they are, integers as 8-byte big-endian, the counter form that increment
-// works on (as put writes them).
-func cellValue(v any) ([]byte, error) {
+// CellValue turns a value into a Bigtable cell's bytes: strings and bytes as
+// they are, integers as 8-byte big-endian two's complement, the counter form
+// that increment works on. put, mutate_row and check_and_mutate all use it.
+func CellValue(v any) ([]byte, error) {
 	switch x := v.(type) {
 	case string:
 		return []byte(x), nil
@@ -193,6 +193,20 @@ func cellValue(v any) ([]byte, error) {
 		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
 	case uint64:
 		return binary.BigEndian.AppendUint64(nil, x), nil
+	case int:
+		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
 	}
-	return nil, fmt.Errorf("a cell value is a string, bytes or an integer, not %T", v)
+	return nil, fmt.Errorf("a cell value is a string, bytes or an integer (stored as 8-byte big-endian), not %T", v)
+}
+
+// ValueSize approximates the encoded size of a row value, for the backends
+// that enforce Statement.MaxBytes and KeyRequest.MaxBytes while reading rows.
+func ValueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 5
+	case []byte:
+		return len(x) + 5
+	}
+	return 9
 }

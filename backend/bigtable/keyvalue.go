@@ -2,7 +2,6 @@ package bigtable
 
 import (
 	"context"
-	"encoding/binary"
 	"maps"
 	"slices"
 	"strconv"
@@ -371,22 +370,14 @@ func splitColumn(col string) (family, qualifier string, err error) {
 	return family, qualifier, nil
 }
 
-// cellValue encodes a put value: strings and bytes as they are, integers as
-// 8-byte big-endian two's complement.
+// cellValue encodes a put value as tether.CellValue does, naming the column
+// in the error.
 func cellValue(col string, v any) ([]byte, error) {
-	switch x := v.(type) {
-	case string:
-		return []byte(x), nil
-	case []byte:
-		return x, nil
-	case int64:
-		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
-	case uint64:
-		return binary.BigEndian.AppendUint64(nil, x), nil
-	case int:
-		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
+	b, err := tether.CellValue(v)
+	if err != nil {
+		return nil, badRequest("column %q: %v", col, err)
 	}
-	return nil, badRequest("column %q: a Bigtable value is a string, bytes or an integer (stored as 8-byte big-endian), not %T", col, v)
+	return b, nil
 }
 
 // projection is the columns a key-API read names.

@@ -330,7 +330,7 @@ func readPage(iter *gocql.Iter, maxBytes int) (*tether.Result, error) {
 				row[i] = cells[k].v
 				cells[k].v = nil
 			}
-			size += valueSize(row[i])
+			size += tether.ValueSize(row[i])
 			k += w
 		}
 		if maxBytes > 0 && size > maxBytes {

@@ -330,7 +330,7 @@ func (b *Backend) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.Re
 		size := 0
 		for i, r := range rows {
 			for _, v := range r {
-				size += valueSize(v)
+				size += tether.ValueSize(v)
 			}
 			if size > k.MaxBytes {
 				return nil, &tether.Error{Code: tether.CodeTooLarge,

@@ -886,14 +886,3 @@ func parseDuration(s string) (gocql.Duration, error) {
 	}
 	return d, nil
 }
-
-// valueSize approximates a value's encoded size on the wire, for MaxBytes.
-func valueSize(v any) int {
-	switch x := v.(type) {
-	case string:
-		return len(x) + 5
-	case []byte:
-		return len(x) + 5
-	}
-	return 9
-}

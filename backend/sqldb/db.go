@@ -300,7 +300,7 @@ func (d *DB) readRows(rows *sql.Rows, maxBytes int) (*tether.Result, error) {
 		row := make([]any, len(vals))
 		for i, v := range vals {
 			row[i] = d.dialect.Convert(dbTypes[i], v)
-			size += valueSize(row[i])
+			size += tether.ValueSize(row[i])
 			vals[i] = nil
 		}
 		if maxBytes > 0 && size > maxBytes {
@@ -310,17 +310,6 @@ func (d *DB) readRows(rows *sql.Rows, maxBytes int) (*tether.Result, error) {
 		res.Rows = append(res.Rows, row)
 	}
 	return res, rows.Err()
-}
-
-// valueSize approximates a value's encoded size.
-func valueSize(v any) int {
-	switch x := v.(type) {
-	case string:
-		return len(x) + 5
-	case []byte:
-		return len(x) + 5
-	}
-	return 9
 }
 
 // Begin implements tether.Backend: it takes a slot and a connection of its own
