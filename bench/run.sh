@@ -1,5 +1,30 @@
 #!/usr/bin/env bash
-# bench/run.sh: the benchmark suite (`make bench`). Today that is the CLI benchmark, bench/cli/run.sh; arguments are
-# passed on (e.g. --quick, --write). See docs/benchmarks.md.
+# bench/run.sh: the benchmark suite (`make bench`): the CLI benchmark (bench/cli/run.sh), then the web-server
+# benchmark (bench/web/run.sh). See docs/benchmarks.md.
+#
+#   bash bench/run.sh [--quick] [--write]
+#
+# --quick and --write (or BENCH_QUICK=1 / BENCH_WRITE=1) are passed to both; each prints its markdown on stdout.
+# For a suite's own options, run its command directly.
 set -euo pipefail
-exec bash "$(dirname "${BASH_SOURCE[0]}")/cli/run.sh" "$@"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+args=()
+while (($#)); do
+	case $1 in
+	--quick | --write) args+=("$1") ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh or bench/web/run.sh)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+
+bash "$ROOT/bench/cli/run.sh" "${args[@]}"
+echo
+bash "$ROOT/bench/web/run.sh" "${args[@]}"

@@ -14,6 +14,8 @@
 #  8. shutdown     SIGTERM tetherd; it must exit 0 within its shutdown grace
 #  9. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
 # 10. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
+# 11. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
+#                  expected and serves ab's load without a failed request (no timing asserted)
 #
 # Everything it starts is stopped by PID on exit, pass or fail; the logs stay in var/test until the next run.
 # Environment: TETHER_TEST_DIR (default <repo>/var/test), TETHER_MARIADB_PORT, TETHER_PG_PORT (see databases.sh).
@@ -273,4 +275,17 @@ env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_D
 grep -q '^| Tether point read, PHP client |' "$TEST_DIR/bench-quick.md" ||
 	die "bench/cli/run.sh --quick printed no point-read row (see $TEST_DIR/bench-quick.md)"
 
+# --- 11 --------------------------------------------------------------------------------------------------------
+# The web benchmark: its own throwaway servers (databases, pgbouncer, tetherd, Go service, nginx, php-fpm, apache2);
+# it checks each page's body and fails on any failed or non-2xx request; timings are not asserted.
+step "web bench (quick)"
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
+	-u CASSANDRA_PID -u CASSANDRA_DIR -u CASSANDRA_PORT -u CASSANDRA_HOST -u CASSANDRA_DSN \
+	bash bench/web/run.sh --quick >"$TEST_DIR/web-bench-quick.md" 2>"$TEST_DIR/web-bench-quick.log" ||
+	{ tail_file "$TEST_DIR/web-bench-quick.log"; die "bench/web/run.sh --quick failed"; }
+for server in 'apache2 prefork + mod_php' 'nginx + php-fpm'; do
+	grep -qF "##### $server, \`ab -c 100 -k\`" "$TEST_DIR/web-bench-quick.md" ||
+		die "bench/web/run.sh --quick printed no results for $server (see $TEST_DIR/web-bench-quick.md)"
+done
 STEP=finished

@@ -1,0 +1,3 @@
+<?php
+require __DIR__ . '/lib.php';
+echo go_keepalive('/ping')['ok'] === true ? "pong\n" : "error\n";

@@ -1,0 +1,173 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * bench/web/pages/lib.php: what the benchmark pages share. Every page but empty.php requires it.
+ *
+ * bench/web/run.sh copies this folder to the web servers' document root and writes config.php beside it (socket
+ * paths, ports, one database user per row, so that each row's backend connections can be counted apart).
+ *
+ * A point-read page prints the row it read in one fixed-width line (render_row), so every point-read page, whatever
+ * its backend, answers the same bytes for the same id, and ab's length check catches a page that answers anything
+ * else. The id is ?id=N when given (the driver's body check), otherwise random in 1..10,000.
+ *
+ * It only declares, so that including it costs the pages next to nothing (the floor rows measure microseconds).
+ * Errors need no handler: mysqli throws by default (PHP >= 8.1), and an uncaught exception under Debian's
+ * production php.ini (display_errors off, output buffered) answers 500, which ab counts as non-2xx, and leaves the
+ * trace in the server's error log.
+ */
+
+const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
+const SQL_POINT_PG = 'SELECT id, name, score, created FROM bench_kv WHERE id = $1';
+const TABLE_ROWS = 10000;
+
+/** cfg returns the run's configuration (config.php, written by run.sh). */
+function cfg(): array
+{
+    static $cfg = null;
+    return $cfg ??= require __DIR__ . '/config.php';
+}
+
+/** bench_id returns the primary key to read: ?id=N, else a random one. */
+function bench_id(): int
+{
+    return isset($_GET['id']) ? (int) $_GET['id'] : mt_rand(1, TABLE_ROWS);
+}
+
+/**
+ * render_row formats a bench_kv row as one fixed-width line. Values may come as strings or ints (mysqli, PDO, pgsql,
+ * JSON) and created as "Y-m-d H:i:s" or "Y-m-dTH:i:s" (Tether); all give the same bytes.
+ */
+function render_row(?array $row): string
+{
+    if ($row === null) {
+        throw new RuntimeException('no such row');
+    }
+    return sprintf("%5d %-10s %3d %s\n", $row['id'], $row['name'], $row['score'], strtr(substr((string) $row['created'], 0, 19), 'T', ' '));
+}
+
+/** tether returns a Tether client on the run's socket (the socket itself is persistent, one per PHP worker). */
+function tether(): Tether\Client
+{
+    require_once cfg()['tether_autoload'];
+    return new Tether\Client(['socket' => cfg()['tether_socket']]);
+}
+
+/** mysqli_open connects to the bench MariaDB over its Unix socket as $user (password = user name). */
+function mysqli_open(string $user, bool $persistent): mysqli
+{
+    $c = cfg();
+    return new mysqli(($persistent ? 'p:' : '') . 'localhost', $user, $user, $c['db_name'], 0, $c['mysql_socket']);
+}
+
+/** pdo_open connects with PDO persistent, as $user (password = user name), with PDO's defaults otherwise. */
+function pdo_open(string $user): PDO
+{
+    $c = cfg();
+    return new PDO("mysql:unix_socket={$c['mysql_socket']};dbname={$c['db_name']}", $user, $user, [
+        PDO::ATTR_PERSISTENT => true,
+        PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
+    ]);
+}
+
+/**
+ * pg_open connects with pg_connect or pg_pconnect, as $user (password = user name), to PostgreSQL itself
+ * ($via = 'pg') or to pgbouncer ($via = 'pgbouncer'), both over their Unix sockets.
+ *
+ * @return PgSql\Connection
+ */
+function pg_open(string $via, string $user, bool $persistent)
+{
+    $c = cfg();
+    $dsn = sprintf('host=%s port=%d dbname=%s user=%s password=%s', $c["{$via}_socket_dir"], $c["{$via}_port"], $c['db_name'], $user, $user);
+    $link = $persistent ? pg_pconnect($dsn) : pg_connect($dsn);
+    if ($link === false) {
+        throw new RuntimeException("pg connect via $via as $user failed");
+    }
+    return $link;
+}
+
+/** pg_point reads one row with pg_query_params (one round trip: unnamed statement, bound parameter). */
+function pg_point($link, int $id): ?array
+{
+    $r = pg_query_params($link, SQL_POINT_PG, [$id]);
+    if ($r === false) {
+        throw new RuntimeException('pg_query_params: ' . pg_last_error($link));
+    }
+    return pg_fetch_assoc($r) ?: null;
+}
+
+/** go_curl GETs $path from the Go service with curl, a new TCP connection per call (PHP cannot keep a curl handle across requests). */
+function go_curl(string $path): array
+{
+    $ch = curl_init(cfg()['go_url'] . $path);
+    curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 10]);
+    $body = curl_exec($ch);
+    $status = curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
+    if ($body === false || $status !== 200) {
+        throw new RuntimeException("go service $path: status $status " . curl_error($ch));
+    }
+    return json_decode($body, true, 8, JSON_THROW_ON_ERROR);
+}
+
+/**
+ * go_keepalive GETs $path from the Go service over a persistent socket (pfsockopen): the worker keeps one HTTP/1.1
+ * keep-alive connection across requests, which is as close as PHP gets to a client holding a connection. A socket
+ * found closed before any reply byte is reopened once.
+ */
+function go_keepalive(string $path): array
+{
+    $c = cfg();
+    $req = "GET $path HTTP/1.1\r\nHost: {$c['go_host']}\r\n\r\n";
+    for ($try = 0; ; $try++) {
+        $s = pfsockopen($c['go_host'], $c['go_port'], $errno, $errstr, 5);
+        if ($s === false) {
+            throw new RuntimeException("go service: connect: $errstr ($errno)");
+        }
+        $status = fwrite($s, $req) === strlen($req) ? fgets($s) : false;
+        if ($status !== false) {
+            break;
+        }
+        fclose($s); // closes the persistent socket too: the next pfsockopen opens a new one
+        if ($try > 0) {
+            throw new RuntimeException('go service: connection closed');
+        }
+    }
+    $len = null;
+    while (($line = fgets($s)) !== false && $line !== "\r\n") {
+        if (strncasecmp($line, 'Content-Length:', 15) === 0) {
+            $len = (int) trim(substr($line, 15));
+        }
+    }
+    if ($len === null || !str_starts_with($status, 'HTTP/1.1 200 ')) {
+        fclose($s);
+        throw new RuntimeException('go service: unexpected reply ' . trim($status));
+    }
+    $body = '';
+    while (strlen($body) < $len && ($chunk = fread($s, $len - strlen($body))) !== false && $chunk !== '') {
+        $body .= $chunk;
+    }
+    return json_decode($body, true, 8, JSON_THROW_ON_ERROR);
+}
+
+/**
+ * tether_raw_ping pings tetherd with hand-written frames on a persistent socket, without the PHP client: the cost
+ * of the round trip alone (the round-trip-floor measurement's page).
+ */
+function tether_raw_ping(): void
+{
+    $s = stream_socket_client('unix://' . cfg()['tether_socket'], $errno, $errstr, 5, STREAM_CLIENT_CONNECT | STREAM_CLIENT_PERSISTENT);
+    if ($s === false) {
+        throw new RuntimeException("tetherd: connect: $errstr ($errno)");
+    }
+    $p = msgpack_pack(['id' => 1, 'op' => 'ping']);
+    fwrite($s, pack('N', strlen($p)) . $p);
+    $head = fread($s, 4);
+    $n = strlen($head) === 4 ? unpack('N', $head)[1] : 0;
+    $reply = $n > 0 ? msgpack_unpack(fread($s, $n)) : null;
+    if (!is_array($reply) || ($reply['id'] ?? null) !== 1 || isset($reply['error'])) {
+        fclose($s);
+        throw new RuntimeException('tetherd: bad ping reply ' . json_encode($reply));
+    }
+}

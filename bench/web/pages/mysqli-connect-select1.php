@@ -1,0 +1,5 @@
+<?php
+require __DIR__ . '/lib.php';
+$db = mysqli_open(cfg()['users']['mysqli_connect'], false);
+echo $db->query('SELECT 1')->fetch_row()[0], "\n";
+$db->close();

@@ -1,0 +1,5 @@
+<?php
+require __DIR__ . '/lib.php';
+$db = pg_open('pg', cfg()['users']['pg_connect'], false);
+echo render_row(pg_point($db, bench_id()));
+pg_close($db);

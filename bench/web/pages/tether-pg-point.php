@@ -1,0 +1,3 @@
+<?php
+require __DIR__ . '/lib.php';
+echo render_row(tether()->queryOne(SQL_POINT_PG, [bench_id()], 'pg'));

@@ -1,0 +1,4 @@
+<?php
+require __DIR__ . '/lib.php';
+tether_raw_ping();
+echo "pong\n";

@@ -1,0 +1,4 @@
+<?php
+require __DIR__ . '/lib.php';
+tether()->ping();
+echo "pong\n";

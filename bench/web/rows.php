@@ -1,0 +1,100 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * bench/web/rows.php: what the web benchmark measures. bench.php iterates these lists; adding an experiment is a
+ * matter of adding a page in pages/ and a row here (bench/web/README.md, "Adding a row").
+ *
+ * groups: rows compared with each other. Each row's "x best baseline" is its req/s over that of the fastest
+ * baseline row of its group, in the same round, server and load setting.
+ *
+ * rows, in the order they are shown:
+ *   key      unique id (results, plots)
+ *   group    a key of groups
+ *   label    what the tables and plots call it
+ *   page     file in pages/; requested as /<page> under load, as /<page>?id=42 for the body check
+ *   role     baseline  - what PHP sites do today; the best of them is the group's yardstick
+ *            tether    - through tetherd
+ *            reference - kept for comparison, never the yardstick (the Go service of seed E2)
+ *   expect   the body the check wants: empty | pong | one ("1\n") | row (render_row of id 42)
+ *   needs    services the page talks to (run.sh starts them; the driver checks they are up):
+ *            mariadb | postgres | pgbouncer | tetherd | goservice
+ *   conns    [database, user key] whose connections to count (user keys: config.php 'users'), or null
+ *   daemon   the process between PHP and the database whose CPU and RSS are reported, or null
+ *   db       the database whose CPU per request is reported, or null
+ */
+
+return [
+    'groups' => [
+        'floor' => 'Floor: an empty page, and a bare round trip to a local daemon',
+        'mysql-select1' => 'MariaDB, SELECT 1 (seed E3)',
+        'mysql-point' => 'MariaDB, point read by primary key from 10,000 rows (seeds E2, E3)',
+        'pg-point' => 'PostgreSQL, point read by primary key from 10,000 rows',
+    ],
+
+    'rows' => [
+        ['key' => 'empty', 'group' => 'floor', 'label' => 'empty page', 'page' => 'empty.php', 'role' => 'baseline',
+            'expect' => 'empty', 'needs' => [], 'conns' => null, 'daemon' => null, 'db' => null],
+        ['key' => 'tether-ping', 'group' => 'floor', 'label' => 'Tether ping (PHP client)', 'page' => 'tether-ping.php', 'role' => 'tether',
+            'expect' => 'pong', 'needs' => ['tetherd'], 'conns' => null, 'daemon' => 'tetherd', 'db' => null],
+        ['key' => 'tether-ping-raw', 'group' => 'floor', 'label' => 'Tether ping (raw frames, no client)', 'page' => 'tether-ping-raw.php', 'role' => 'tether',
+            'expect' => 'pong', 'needs' => ['tetherd'], 'conns' => null, 'daemon' => 'tetherd', 'db' => null],
+        ['key' => 'go-ping-keepalive', 'group' => 'floor', 'label' => 'Go service /ping (keep-alive)', 'page' => 'go-ping-keepalive.php', 'role' => 'reference',
+            'expect' => 'pong', 'needs' => ['goservice'], 'conns' => null, 'daemon' => 'goservice', 'db' => null],
+
+        ['key' => 'mysqli-connect-select1', 'group' => 'mysql-select1', 'label' => 'mysqli connect per request', 'page' => 'mysqli-connect-select1.php', 'role' => 'baseline',
+            'expect' => 'one', 'needs' => ['mariadb'], 'conns' => ['mariadb', 'mysqli_connect'], 'daemon' => null, 'db' => 'mariadb'],
+        ['key' => 'mysqli-pconnect-select1', 'group' => 'mysql-select1', 'label' => 'mysqli p: (persistent)', 'page' => 'mysqli-pconnect-select1.php', 'role' => 'baseline',
+            'expect' => 'one', 'needs' => ['mariadb'], 'conns' => ['mariadb', 'mysqli_pconnect'], 'daemon' => null, 'db' => 'mariadb'],
+        ['key' => 'pdo-persistent-select1', 'group' => 'mysql-select1', 'label' => 'PDO persistent', 'page' => 'pdo-persistent-select1.php', 'role' => 'baseline',
+            'expect' => 'one', 'needs' => ['mariadb'], 'conns' => ['mariadb', 'pdo_persistent'], 'daemon' => null, 'db' => 'mariadb'],
+        ['key' => 'tether-select1', 'group' => 'mysql-select1', 'label' => 'Tether', 'page' => 'tether-select1.php', 'role' => 'tether',
+            'expect' => 'one', 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
+
+        ['key' => 'mysqli-connect-point', 'group' => 'mysql-point', 'label' => 'mysqli connect per request, prepared', 'page' => 'mysqli-connect-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['mariadb'], 'conns' => ['mariadb', 'mysqli_connect'], 'daemon' => null, 'db' => 'mariadb'],
+        ['key' => 'mysqli-pconnect-point', 'group' => 'mysql-point', 'label' => 'mysqli p:, prepared', 'page' => 'mysqli-pconnect-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['mariadb'], 'conns' => ['mariadb', 'mysqli_pconnect'], 'daemon' => null, 'db' => 'mariadb'],
+        ['key' => 'pdo-persistent-point', 'group' => 'mysql-point', 'label' => 'PDO persistent (emulated prepare)', 'page' => 'pdo-persistent-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['mariadb'], 'conns' => ['mariadb', 'pdo_persistent'], 'daemon' => null, 'db' => 'mariadb'],
+        ['key' => 'go-point-curl', 'group' => 'mysql-point', 'label' => 'Go service (curl, new connection per page)', 'page' => 'go-point-curl.php', 'role' => 'reference',
+            'expect' => 'row', 'needs' => ['goservice', 'mariadb'], 'conns' => ['mariadb', 'goservice'], 'daemon' => 'goservice', 'db' => 'mariadb'],
+        ['key' => 'go-point-keepalive', 'group' => 'mysql-point', 'label' => 'Go service (persistent keep-alive socket)', 'page' => 'go-point-keepalive.php', 'role' => 'reference',
+            'expect' => 'row', 'needs' => ['goservice', 'mariadb'], 'conns' => ['mariadb', 'goservice'], 'daemon' => 'goservice', 'db' => 'mariadb'],
+        ['key' => 'tether-point', 'group' => 'mysql-point', 'label' => 'Tether', 'page' => 'tether-point.php', 'role' => 'tether',
+            'expect' => 'row', 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
+
+        ['key' => 'pg-connect-point', 'group' => 'pg-point', 'label' => 'pg_connect per request', 'page' => 'pg-connect-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['postgres'], 'conns' => ['postgres', 'pg_connect'], 'daemon' => null, 'db' => 'postgres'],
+        ['key' => 'pg-pconnect-point', 'group' => 'pg-point', 'label' => 'pg_pconnect', 'page' => 'pg-pconnect-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['postgres'], 'conns' => ['postgres', 'pg_pconnect'], 'daemon' => null, 'db' => 'postgres'],
+        ['key' => 'pgbouncer-connect-point', 'group' => 'pg-point', 'label' => 'pg_connect per request via pgbouncer', 'page' => 'pgbouncer-connect-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['pgbouncer', 'postgres'], 'conns' => ['postgres', 'pgbouncer_connect'], 'daemon' => 'pgbouncer', 'db' => 'postgres'],
+        ['key' => 'pgbouncer-pconnect-point', 'group' => 'pg-point', 'label' => 'pg_pconnect via pgbouncer', 'page' => 'pgbouncer-pconnect-point.php', 'role' => 'baseline',
+            'expect' => 'row', 'needs' => ['pgbouncer', 'postgres'], 'conns' => ['postgres', 'pgbouncer_pconnect'], 'daemon' => 'pgbouncer', 'db' => 'postgres'],
+        ['key' => 'tether-pg-point', 'group' => 'pg-point', 'label' => 'Tether', 'page' => 'tether-pg-point.php', 'role' => 'tether',
+            'expect' => 'row', 'needs' => ['tetherd', 'postgres'], 'conns' => ['postgres', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'postgres'],
+    ],
+
+    /*
+     * targets: judged in every server and load setting; a target may name the servers it applies to.
+     *   row / vs   req/s of row over req/s of vs (the best of vs when it lists several), per round, median
+     *   min        the ratio wanted
+     *   max_conns  also: the row's backend connections at peak must not exceed tetherd's pool size
+     */
+    'targets' => [
+        ['label' => 'Tether ping page >= 65% of the empty page', 'row' => 'tether-ping', 'vs' => ['empty'], 'min' => 0.65, 'servers' => ['apache']],
+        ['label' => 'Tether point read >= 1.3x mysqli p:', 'row' => 'tether-point', 'vs' => ['mysqli-pconnect-point'], 'min' => 1.3, 'max_conns' => true],
+        ['label' => 'Tether point read >= 2x mysqli connect per request', 'row' => 'tether-point', 'vs' => ['mysqli-connect-point'], 'min' => 2.0],
+        ['label' => 'Tether PostgreSQL point read >= pgbouncer', 'row' => 'tether-pg-point', 'vs' => ['pgbouncer-connect-point', 'pgbouncer-pconnect-point'], 'min' => 1.0],
+    ],
+
+    /* settings: ab's load, in the seeds' terms: -c 10 and -c 100, each without and with keep-alive (-k). */
+    'settings' => [
+        'c10' => ['c' => 10, 'k' => false, 'label' => '-c 10'],
+        'c10k' => ['c' => 10, 'k' => true, 'label' => '-c 10 -k'],
+        'c100' => ['c' => 100, 'k' => false, 'label' => '-c 100'],
+        'c100k' => ['c' => 100, 'k' => true, 'label' => '-c 100 -k'],
+    ],
+];

@@ -1,0 +1,503 @@
+#!/usr/bin/env bash
+# bench/web/run.sh: the web-server benchmark. PHP pages under nginx + php-fpm and apache2 prefork + mod_php, loaded
+# with ab: an empty page, Tether, and the remedies PHP sites use today (mysqli, PDO, pg_connect, pgbouncer, a Go
+# service), in one run.
+#
+#   bash bench/web/run.sh [--quick] [--write] [--servers apache,nginx] [-- bench.php options]
+#
+# It installs the Debian 12 packages it needs when any is missing, builds bin/tetherd and bin/goservice, starts
+# throwaway instances under var/bench/web (git-ignored) on loopback: MariaDB and PostgreSQL (scripts/lib/databases.sh)
+# with bench_kv (10,000 rows) and one user per row, pgbouncer, tetherd (socket group www-data), the Go service, and
+# for each web server in turn that server (PHP as www-data); bench/web/bench.php checks every page's body, then loads
+# every row of bench/web/rows.php with ab, in interleaved rounds. It prints the results as markdown on stdout
+# (progress on stderr), draws the plots, and stops everything it started (by PID) on exit, whatever happens.
+#
+#   --quick / BENCH_QUICK=1   500 requests per row and load setting, one round: proves that the pages, servers and
+#                             the command work (make test); numbers not worth quoting. Fails if any page answers
+#                             wrong or any request fails.
+#   --write / BENCH_WRITE=1   also rewrite the section between <!-- web-bench:start --> and <!-- web-bench:end -->
+#                             in docs/benchmarks.md and the plots docs/img/web-bench-*.png (refused with --quick)
+#   --servers LIST            apache, nginx or both (default apache,nginx)
+#   --serve                   start everything (both web servers at once), print where, and wait for Ctrl-C: for
+#                             trying pages by hand and profiling; measures nothing
+#   after --, options for bench.php: --rounds N (3), --seconds S (1.5: each measured ab run is sized to last about
+#                             S seconds from a calibration run), --only KEY,KEY (rows), --settings c10,c10k,c100,c100k
+#
+# Environment (all optional): BENCH_WEB_NGINX_PORT (18080), BENCH_WEB_APACHE_PORT (18081), BENCH_WEB_GO_PORT (18089),
+# BENCH_WEB_MARIADB_PORT (43306), BENCH_WEB_PG_PORT (45432), BENCH_WEB_PGBOUNCER_PORT (46432): first port tried, the
+# next free one is taken if busy; BENCH_WEB_POOL (4): connections per pool of tetherd, pgbouncer and the Go service;
+# BENCH_WEB_FPM_CHILDREN (4 x nproc); BENCH_WEB_APACHE_WORKERS (150, Debian's MaxRequestWorkers).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
+source "$ROOT/scripts/lib/databases.sh"
+
+QUICK=${BENCH_QUICK:-0}
+WRITE=${BENCH_WRITE:-0}
+SERVERS=apache,nginx
+SERVE=0
+ARGS=("$@")
+BENCH_ARGS=()
+while (($#)); do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--write) WRITE=1 ;;
+	--serve) SERVE=1 ;;
+	--servers)
+		SERVERS=${2:?--servers needs a list}
+		shift
+		;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	--)
+		shift
+		BENCH_ARGS=("$@")
+		break
+		;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+[[ "$QUICK" == 1 && "$WRITE" == 1 ]] && die "--write with --quick would replace the recorded numbers with quick ones; drop one"
+for s in ${SERVERS//,/ }; do
+	[[ "$s" == apache || "$s" == nginx ]] || die "--servers: unknown server $s (apache, nginx)"
+done
+if ! is_root; then
+	# The web servers run their PHP workers as www-data, as in production: that takes root.
+	if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
+		die "bench/web/run.sh must run as root (its PHP workers run as www-data), and sudo -n is not available"
+	fi
+	log "web bench: not root; running again through sudo"
+	exec sudo -n -E env "PATH=$PATH" bash "${BASH_SOURCE[0]}" "${ARGS[@]}"
+fi
+
+WEB=$ROOT/var/bench/web
+DOC=$ROOT/docs/benchmarks.md
+IMG=$ROOT/docs/img
+PY=/usr/bin/python3 # Debian's, which has python3-matplotlib; `python3` on PATH may be another one
+T0=$(now)
+BENCH_DATE=$(date -u)
+LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Packages
+
+PACKAGES=(php8.2-cli php8.2-fpm php8.2-mysql php8.2-pgsql php8.2-curl php8.2-msgpack nginx apache2
+	libapache2-mod-php8.2 apache2-utils mariadb-server postgresql pgbouncer python3-matplotlib curl)
+missing=()
+for p in "${PACKAGES[@]}"; do
+	[[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" == installed ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	log "web bench: missing ${missing[*]}; installing with apt"
+	command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} by hand"
+	# Keep the packages' init scripts from starting the system's nginx, apache2, php-fpm, databases and pgbouncer:
+	# the benchmark starts its own.
+	policy=/usr/sbin/policy-rc.d
+	if [[ ! -e "$policy" ]]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+		policy_added=1
+	fi
+	as_root apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+	[[ -n "${policy_added:-}" ]] && as_root rm -f "$policy"
+fi
+command -v go >/dev/null || die "go is not installed"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cleanup: whatever this script started, by PID
+
+TETHERD_PID='' GOSERVICE_PID='' PGBOUNCER_PID='' APACHE_PID='' FPM_PID='' NGINX_PID='' BENCH_PHP_PID='' SLEEP_PID=''
+
+# stop_web stops the web server of the current phase, if any; safe to call twice.
+stop_web() {
+	[[ -n "$APACHE_PID" ]] && { log "apache2: stopping pid $APACHE_PID"; stop_pid "$APACHE_PID" apache2 20; }
+	[[ -n "$NGINX_PID" ]] && { log "nginx: stopping pid $NGINX_PID"; stop_pid "$NGINX_PID" nginx 20; }
+	[[ -n "$FPM_PID" ]] && { log "php-fpm: stopping pid $FPM_PID"; stop_pid "$FPM_PID" php-fpm 20; }
+	APACHE_PID='' NGINX_PID='' FPM_PID=''
+}
+
+# stop_all stops everything this script started, the web servers first (they hold the connections); safe to call
+# twice.
+stop_all() {
+	[[ -n "$SLEEP_PID" ]] && { kill "$SLEEP_PID" 2>/dev/null || true; SLEEP_PID=; }
+	[[ -n "$BENCH_PHP_PID" ]] && { stop_pid "$BENCH_PHP_PID" bench.php 5; BENCH_PHP_PID=; }
+	stop_web
+	[[ -n "$GOSERVICE_PID" ]] && { log "goservice: stopping pid $GOSERVICE_PID"; stop_pid "$GOSERVICE_PID" goservice 10; }
+	[[ -n "$PGBOUNCER_PID" ]] && { log "pgbouncer: stopping pid $PGBOUNCER_PID"; stop_pid "$PGBOUNCER_PID" pgbouncer 10 INT; }
+	[[ -n "$TETHERD_PID" ]] && { log "tetherd: stopping pid $TETHERD_PID"; stop_pid "$TETHERD_PID" tetherd 15; }
+	GOSERVICE_PID='' PGBOUNCER_PID='' TETHERD_PID=''
+	stop_postgres
+	stop_mariadb
+}
+cleanup() {
+	local rc=$?
+	set +e
+	trap - INT TERM
+	stop_all
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# stop_leftover PIDFILE EXE stops the process a killed earlier run left behind: only if PIDFILE names a live process
+# running EXE (basename) whose command line mentions $WEB (its config), so a recycled pid is never hit.
+stop_leftover() {
+	local pidfile=$1 exe=$2 pid
+	[[ -r "$pidfile" ]] || return 0
+	pid=$(head -n 1 "$pidfile" 2>/dev/null) || return 0
+	if pid_alive "$pid" && [[ "$(basename "$(readlink -f "/proc/$pid/exe" 2>/dev/null)")" == "$exe" ]] &&
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$WEB"; then
+		log "stopping $exe left over from an earlier run (pid $pid)"
+		stop_pid "$pid" "$exe" 20
+	fi
+}
+if [[ -e "$WEB" || -L "$WEB" ]]; then
+	stop_leftover "$WEB/apache/apache2.pid" apache2
+	stop_leftover "$WEB/nginx/nginx.pid" nginx
+	stop_leftover "$WEB/fpm/php-fpm.pid" php-fpm8.2
+	stop_leftover "$WEB/goservice/goservice.pid" goservice
+	stop_leftover "$WEB/pgbouncer/pgbouncer.pid" pgbouncer
+	stop_leftover "$WEB/tetherd/tetherd.pid" tetherd
+	clean_db_dir "$WEB/mariadb"
+	clean_db_dir "$WEB/pg"
+	real=$(readlink -f "$WEB")
+	rm -rf -- "$WEB"
+	[[ "$real" == /tmp/tether-web.* ]] && rm -rf -- "$real"
+fi
+
+# PHP runs as www-data and pgbouncer as postgres: both must reach the sockets and files under WEB. When they cannot
+# (a checkout under /root, say), WEB lives in /tmp, with var/bench/web a symlink to it.
+mkdir -p "$WEB"
+if ! runuser -u www-data -- test -x "$WEB" || ! runuser -u postgres -- test -x "$WEB"; then
+	rmdir "$WEB"
+	tmp=$(mktemp -d /tmp/tether-web.XXXXXX)
+	chmod 755 "$tmp"
+	ln -s "$tmp" "$WEB"
+	log "web bench: www-data or postgres cannot reach $WEB; using $tmp (symlinked from $WEB)"
+fi
+mkdir -p "$WEB"/{run,tetherd,goservice,pgbouncer,nginx/tmp,fpm,apache,www/htdocs,results}
+
+# render TEMPLATE OUT NAME=VALUE... writes TEMPLATE with each @NAME@ replaced by VALUE; fails if any @...@ is left.
+render() {
+	local tpl=$1 out=$2 kv args=()
+	shift 2
+	for kv in "$@"; do
+		args+=(-e "s|@${kv%%=*}@|${kv#*=}|g")
+	done
+	sed "${args[@]}" "$tpl" >"$out"
+	! grep -n '@[A-Z_]*@' "$out" >&2 || die "render $tpl: placeholders left in $out"
+}
+
+# await WHAT PID LOG SECONDS CMD... runs CMD until it succeeds; fails when PID dies or after SECONDS, showing LOG.
+await() {
+	local what=$1 pid=$2 logf=$3 timeout=$4 deadline=$((SECONDS + $4))
+	shift 4
+	until "$@" >/dev/null 2>&1; do
+		pid_alive "$pid" || { tail_file "$logf"; die "$what exited during startup"; }
+		((SECONDS < deadline)) || { tail_file "$logf"; die "$what: not ready after ${timeout}s"; }
+		sleep 0.1
+	done
+}
+
+# has_children PID N succeeds when PID has at least N child processes (a web server's workers).
+has_children() {
+	(($(pgrep -c -P "$1") >= $2))
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Databases, data, users
+
+NPROC=$(nproc)
+POOL=${BENCH_WEB_POOL:-4}
+FPM_CHILDREN=${BENCH_WEB_FPM_CHILDREN:-$((4 * NPROC))}
+APACHE_WORKERS=${BENCH_WEB_APACHE_WORKERS:-150}
+DB=$TETHER_DB_NAME
+
+log "web bench: building bin/tetherd and bin/goservice"
+go build -o bin/tetherd ./cmd/tetherd
+go build -o bin/goservice ./bench/goservice
+
+# Every PHP worker may hold a persistent link of each kind at once, and connect-per-request rows add as many again.
+# Its own tmpdir: /tmp is shared with whatever else runs on the machine.
+mkdir -p "$WEB/mariadb-tmp"
+TETHER_MARIADB_PORT=${BENCH_WEB_MARIADB_PORT:-43306} \
+	TETHER_MARIADB_OPTS="--max-connections=2000 --tmpdir=$WEB/mariadb-tmp ${TETHER_MARIADB_OPTS:-}" start_mariadb "$WEB/mariadb"
+TETHER_PG_PORT=${BENCH_WEB_PG_PORT:-45432} TETHER_PG_CONF="max_connections = 600
+${TETHER_PG_CONF:-}" start_postgres "$WEB/pg"
+
+# One database user per way in, so that each row's backend connections can be counted apart (passwords = names).
+MYSQL_USERS=(mysqli_connect:bench_mysqli mysqli_pconnect:bench_mysqli_p pdo_persistent:bench_pdo_p goservice:bench_go)
+PG_USERS=(pg_connect:bench_pg pg_pconnect:bench_pg_p pgbouncer_connect:bench_pgb pgbouncer_pconnect:bench_pgb_p)
+
+MYSQL=$(_db_bin mariadb mysql)
+log "web bench: loading bench_kv (10,000 rows) into MariaDB and PostgreSQL"
+{
+	cat <<'SQL'
+CREATE TABLE bench_kv (
+	id INT PRIMARY KEY,
+	name VARCHAR(64),
+	score INT,
+	created DATETIME
+) ENGINE=InnoDB;
+SET SESSION max_recursive_iterations = 100000;
+INSERT INTO bench_kv (id, name, score, created)
+WITH RECURSIVE seq (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 10000)
+SELECT n, CONCAT('name-', n), (n * 7919) % 1000, TIMESTAMP '2026-01-01 00:00:00' - INTERVAL n MINUTE FROM seq;
+ANALYZE TABLE bench_kv;
+SQL
+	for u in "${MYSQL_USERS[@]}"; do
+		echo "CREATE USER '${u#*:}'@'localhost' IDENTIFIED BY '${u#*:}';"
+		echo "GRANT SELECT ON \`$DB\`.* TO '${u#*:}'@'localhost';"
+	done
+} | "$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user=root --batch "$DB" >/dev/null
+PSQL=$(_db_bin psql)
+{
+	cat <<SQL
+CREATE TABLE bench_kv (id int PRIMARY KEY, name varchar(64), score int, created timestamp);
+INSERT INTO bench_kv
+SELECT n, 'name-' || n, (n * 7919) % 1000, timestamp '2026-01-01 00:00:00' - n * interval '1 minute'
+FROM generate_series(1, 10000) AS n;
+ANALYZE bench_kv;
+ALTER TABLE bench_kv OWNER TO "$TETHER_DB_USER";
+SQL
+	for u in "${PG_USERS[@]}"; do
+		echo "CREATE ROLE ${u#*:} LOGIN PASSWORD '${u#*:}';"
+		echo "GRANT SELECT ON bench_kv TO ${u#*:};"
+	done
+} | "$PSQL" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCKET_DIR" -p "$PG_PORT" -U postgres -d "$DB" >/dev/null
+for check in \
+	"$("$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user=root --batch --skip-column-names "$DB" -e 'SELECT COUNT(*) FROM bench_kv')" \
+	"$("$PSQL" -X -qAt -h "$PG_SOCKET_DIR" -p "$PG_PORT" -U postgres -d "$DB" -c 'SELECT count(*) FROM bench_kv')"; do
+	[[ "$check" == 10000 ]] || die "bench_kv has $check rows, want 10000"
+done
+
+# ---------------------------------------------------------------------------------------------------------------
+# pgbouncer, tetherd, the Go service
+
+PGBOUNCER_PORT=$(free_port "${BENCH_WEB_PGBOUNCER_PORT:-46432}")
+chown postgres: "$WEB/pgbouncer"
+render bench/web/conf/pgbouncer.ini "$WEB/pgbouncer/pgbouncer.ini" DIR="$WEB/pgbouncer" PORT="$PGBOUNCER_PORT" \
+	DB="$DB" PG_SOCKET_DIR="$PG_SOCKET_DIR" PG_PORT="$PG_PORT" POOL="$POOL"
+for u in pgbouncer_connect:bench_pgb pgbouncer_pconnect:bench_pgb_p; do
+	printf '"%s" "%s"\n' "${u#*:}" "${u#*:}"
+done >"$WEB/pgbouncer/userlist.txt"
+chown postgres: "$WEB/pgbouncer"/*
+chmod 600 "$WEB/pgbouncer/userlist.txt"
+log "pgbouncer: starting on $WEB/pgbouncer and 127.0.0.1:$PGBOUNCER_PORT (pool $POOL per user, transaction mode)"
+# setpriv execs (runuser would fork), so $! is pgbouncer itself; it refuses to run as root.
+setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer "$WEB/pgbouncer/pgbouncer.ini" \
+	</dev/null >"$WEB/pgbouncer/stdout.log" 2>&1 &
+PGBOUNCER_PID=$!
+await pgbouncer "$PGBOUNCER_PID" "$WEB/pgbouncer/pgbouncer.log" 15 test -S "$WEB/pgbouncer/.s.PGSQL.$PGBOUNCER_PORT"
+[[ "$(PGPASSWORD=bench_pgb "$PSQL" -X -qAt -h "$WEB/pgbouncer" -p "$PGBOUNCER_PORT" -U bench_pgb -d "$DB" \
+	-c 'SELECT count(*) FROM bench_kv')" == 10000 ]] || die "pgbouncer: cannot read bench_kv through it"
+
+TETHER_SOCKET=$WEB/run/tether.sock
+check_socket_path "$TETHER_SOCKET"
+cat >"$WEB/tetherd/tetherd.toml" <<EOF
+# Written by bench/web/run.sh for one benchmark run.
+[server]
+socket = "$TETHER_SOCKET"
+socket_mode = "0660"
+socket_group = "www-data"
+default_backend = "maria"
+
+[log]
+level = "warn"
+
+[backends.maria]
+type = "mysql"
+dsn = "$MARIADB_DSN"
+max_conns = $POOL
+min_conns = $POOL
+
+[backends.pg]
+type = "postgres"
+dsn = "$PG_DSN"
+max_conns = $POOL
+min_conns = $POOL
+EOF
+log "tetherd: starting (pool $POOL per backend)"
+bin/tetherd -config "$WEB/tetherd/tetherd.toml" </dev/null >"$WEB/tetherd/tetherd.log" 2>&1 &
+TETHERD_PID=$!
+echo "$TETHERD_PID" >"$WEB/tetherd/tetherd.pid"
+await tetherd "$TETHERD_PID" "$WEB/tetherd/tetherd.log" 15 test -S "$TETHER_SOCKET"
+
+GO_PORT=$(free_port "${BENCH_WEB_GO_PORT:-18089}")
+log "goservice: starting on 127.0.0.1:$GO_PORT (pool $POOL)"
+bin/goservice -listen "127.0.0.1:$GO_PORT" -pool "$POOL" -dsn "bench_go:bench_go@unix($MARIADB_SOCKET)/$DB" \
+	</dev/null >"$WEB/goservice/goservice.log" 2>&1 &
+GOSERVICE_PID=$!
+echo "$GOSERVICE_PID" >"$WEB/goservice/goservice.pid"
+await goservice "$GOSERVICE_PID" "$WEB/goservice/goservice.log" 15 grep -qx ready "$WEB/goservice/goservice.log"
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pages, as the web servers serve them
+
+HTDOCS=$WEB/www/htdocs
+cp bench/web/pages/*.php "$HTDOCS/"
+mkdir -p "$WEB/www/tether-php"
+cp -r clients/php/autoload.php clients/php/src "$WEB/www/tether-php/"
+php_users() {
+	local u
+	for u in "$@"; do printf "        '%s' => '%s',\n" "${u%%:*}" "${u#*:}"; done
+}
+cat >"$HTDOCS/config.php" <<EOF
+<?php
+// Written by bench/web/run.sh for one run: where the pages find everything (read by pages/lib.php and bench.php).
+return [
+    'db_name' => '$DB',
+    'mysql_socket' => '$MARIADB_SOCKET',
+    'pg_socket_dir' => '$PG_SOCKET_DIR',
+    'pg_port' => $PG_PORT,
+    'pgbouncer_socket_dir' => '$WEB/pgbouncer',
+    'pgbouncer_port' => $PGBOUNCER_PORT,
+    'tether_socket' => '$TETHER_SOCKET',
+    'tether_autoload' => '$WEB/www/tether-php/autoload.php',
+    'tether_pool' => $POOL,
+    'go_url' => 'http://127.0.0.1:$GO_PORT',
+    'go_host' => '127.0.0.1',
+    'go_port' => $GO_PORT,
+    'users' => [
+$(php_users "${MYSQL_USERS[@]}" "${PG_USERS[@]}")
+        'tetherd' => '$TETHER_DB_USER',
+    ],
+];
+EOF
+chmod -R a+rX "$WEB/www"
+runuser -u www-data -- test -r "$HTDOCS/lib.php" || die "www-data cannot read $HTDOCS"
+
+# ---------------------------------------------------------------------------------------------------------------
+# One phase per web server: start it, run bench.php against it, stop it (its workers' persistent connections close
+# with it, so each phase counts only its own).
+
+start_apache() {
+	APACHE_PORT=$(free_port "${BENCH_WEB_APACHE_PORT:-18081}")
+	render bench/web/conf/apache2.conf "$WEB/apache/apache2.conf" DIR="$WEB/apache" PORT="$APACHE_PORT" \
+		HTDOCS="$HTDOCS" WORKERS="$APACHE_WORKERS"
+	log "apache2: starting prefork + mod_php on 127.0.0.1:$APACHE_PORT ($APACHE_WORKERS workers)"
+	# Its own session: on stop, apache2 signals its whole process group, which would otherwise include this script.
+	# (setsid execs, not being a group leader here, so $! is apache2 itself.)
+	setsid apache2 -f "$WEB/apache/apache2.conf" -DFOREGROUND </dev/null >"$WEB/apache/stdout.log" 2>&1 &
+	APACHE_PID=$!
+	await apache2 "$APACHE_PID" "$WEB/apache/error.log" 30 curl -fsS -o /dev/null "http://127.0.0.1:$APACHE_PORT/empty.php"
+	await "apache2 workers" "$APACHE_PID" "$WEB/apache/error.log" 30 has_children "$APACHE_PID" "$APACHE_WORKERS"
+	URL=http://127.0.0.1:$APACHE_PORT WEB_PIDS=$APACHE_PID WORKERS=$APACHE_WORKERS
+}
+
+start_nginx() {
+	NGINX_PORT=$(free_port "${BENCH_WEB_NGINX_PORT:-18080}")
+	local fpm_sock=$WEB/run/php-fpm.sock
+	check_socket_path "$fpm_sock"
+	cp bench/web/conf/content-length.php "$WEB/www/content-length.php"
+	chmod a+r "$WEB/www/content-length.php"
+	render bench/web/conf/php-fpm.conf "$WEB/fpm/php-fpm.conf" DIR="$WEB/fpm" FPM_SOCKET="$fpm_sock" CHILDREN="$FPM_CHILDREN" \
+		PREPEND="$WEB/www/content-length.php"
+	log "php-fpm: starting pm = static with $FPM_CHILDREN workers"
+	php-fpm8.2 --nodaemonize --fpm-config "$WEB/fpm/php-fpm.conf" </dev/null >"$WEB/fpm/stdout.log" 2>&1 &
+	FPM_PID=$!
+	await php-fpm "$FPM_PID" "$WEB/fpm/error.log" 30 test -S "$fpm_sock"
+	await "php-fpm workers" "$FPM_PID" "$WEB/fpm/error.log" 30 has_children "$FPM_PID" "$FPM_CHILDREN"
+	render bench/web/conf/nginx.conf "$WEB/nginx/nginx.conf" DIR="$WEB/nginx" PORT="$NGINX_PORT" HTDOCS="$HTDOCS" \
+		FPM_SOCKET="$fpm_sock"
+	log "nginx: starting on 127.0.0.1:$NGINX_PORT"
+	nginx -p "$WEB/nginx" -c "$WEB/nginx/nginx.conf" -e "$WEB/nginx/error.log" </dev/null >"$WEB/nginx/stdout.log" 2>&1 &
+	NGINX_PID=$!
+	await nginx "$NGINX_PID" "$WEB/nginx/error.log" 30 curl -fsS -o /dev/null "http://127.0.0.1:$NGINX_PORT/empty.php"
+	URL=http://127.0.0.1:$NGINX_PORT WEB_PIDS="$NGINX_PID $FPM_PID" WORKERS=$FPM_CHILDREN
+}
+
+if [[ "$SERVE" == 1 ]]; then
+	apache_url='' nginx_url=''
+	for server in ${SERVERS//,/ }; do
+		"start_$server"
+		printf -v "${server}_url" '%s' "$URL"
+	done
+	{
+		echo "==> web bench: serving (Ctrl-C stops everything)"
+		[[ -n "$apache_url" ]] && echo "    apache2     $apache_url/<page>.php (pid $APACHE_PID)"
+		[[ -n "$nginx_url" ]] && echo "    nginx       $nginx_url/<page>.php (pid $NGINX_PID, php-fpm $FPM_PID)"
+		echo "    tetherd     pid $TETHERD_PID, socket $TETHER_SOCKET"
+		echo "    goservice   pid $GOSERVICE_PID, http://127.0.0.1:$GO_PORT"
+		echo "    pgbouncer   pid $PGBOUNCER_PID, port $PGBOUNCER_PORT"
+		echo "    MariaDB     pid $MARIADB_PID, socket $MARIADB_SOCKET (root, no password)"
+		echo "    PostgreSQL  pid $PG_PID, socket dir $PG_SOCKET_DIR, port $PG_PORT (postgres, trust)"
+	} >&2
+	sleep infinity &
+	SLEEP_PID=$!
+	wait "$SLEEP_PID" || true
+	exit 0
+fi
+
+quick_args=()
+[[ "$QUICK" == 1 ]] && quick_args=(--quick)
+export BENCH_WEB_CONFIG=$HTDOCS/config.php TETHERD_PID GOSERVICE_PID PGBOUNCER_PID MARIADB_PID PG_PID
+export BENCH_WEB_PG_ADMIN_DSN="host=$PG_SOCKET_DIR port=$PG_PORT user=postgres dbname=$DB"
+export CLK_TCK=${CLK_TCK:-$(getconf CLK_TCK)}
+phase_files=()
+for server in ${SERVERS//,/ }; do
+	"start_$server"
+	log "web bench: $server: running bench/web/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
+	# In the background and waited for, so that a signal runs the EXIT trap at once.
+	php -d memory_limit=1G bench/web/bench.php phase --server "$server" --url "$URL" --web-pids "$WEB_PIDS" \
+		--workers "$WORKERS" --out "$WEB/results/$server.json" "${quick_args[@]}" "${BENCH_ARGS[@]}" &
+	BENCH_PHP_PID=$!
+	rc=0
+	wait "$BENCH_PHP_PID" || rc=$?
+	BENCH_PHP_PID=
+	((rc == 0)) || die "bench/web/bench.php failed against $server (exit $rc); logs in $WEB"
+	for p in "$TETHERD_PID:tetherd:$WEB/tetherd/tetherd.log" "$PGBOUNCER_PID:pgbouncer:$WEB/pgbouncer/pgbouncer.log" \
+		"$GOSERVICE_PID:goservice:$WEB/goservice/goservice.log"; do
+		IFS=: read -r pid name logf <<<"$p"
+		pid_alive "$pid" || { tail_file "$logf"; die "$name died during the $server phase"; }
+	done
+	stop_web
+	phase_files+=("$WEB/results/$server.json")
+done
+[[ -s "$WEB/tetherd/tetherd.log" ]] && { warn "tetherd logged warnings or errors during the run:"; tail_file "$WEB/tetherd/tetherd.log" 20; }
+
+# ---------------------------------------------------------------------------------------------------------------
+# Report
+
+cmd="bash bench/web/run.sh"
+((${#ARGS[@]})) && cmd+=" ${ARGS[*]}"
+for v in BENCH_QUICK BENCH_WRITE; do
+	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
+done
+export BENCH_WEB_CMD=$cmd BENCH_WEB_DATE=$BENCH_DATE BENCH_WEB_LOAD_BEFORE=$LOAD_BEFORE
+BENCH_WEB_LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
+export BENCH_WEB_WORKERS="apache2 prefork: $APACHE_WORKERS workers; php-fpm: pm = static, $FPM_CHILDREN workers"
+export BENCH_WEB_POOL=$POOL
+BENCH_WEB_MARIADB_VERSION=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
+BENCH_WEB_PG_VERSION=$("$TETHER_PG_BINDIR/postgres" --version | awk '{ print $3 }')
+export BENCH_WEB_LOAD_AFTER BENCH_WEB_MARIADB_VERSION BENCH_WEB_PG_VERSION
+stop_all
+php bench/web/bench.php report --json "$WEB/results/results.json" "${phase_files[@]}" >"$WEB/results/section.md"
+
+img_dir=$WEB/results/img
+[[ "$WRITE" == 1 ]] && img_dir=$IMG
+mkdir -p "$img_dir"
+"$PY" bench/web/plot.py "$WEB/results/results.json" "$img_dir" || die "bench/web/plot.py failed"
+
+cat "$WEB/results/section.md"
+
+if [[ "$WRITE" == 1 ]]; then
+	[[ -f "$DOC" ]] || die "$DOC does not exist"
+	if ! grep -q "^<!-- web-bench:start -->\$" "$DOC" || ! grep -q "^<!-- web-bench:end -->\$" "$DOC"; then
+		die "$DOC lacks the <!-- web-bench:start --> / <!-- web-bench:end --> markers"
+	fi
+	awk -v section="$WEB/results/section.md" '
+		/^<!-- web-bench:start -->$/ { print; print ""; while ((getline line < section) > 0) print line; print ""; skip = 1; next }
+		/^<!-- web-bench:end -->$/ { skip = 0 }
+		!skip { print }
+	' "$DOC" >"$DOC.tmp"
+	mv "$DOC.tmp" "$DOC"
+	log "web bench: wrote the results into docs/benchmarks.md and the plots into docs/img/"
+fi
+log "web bench: done in $(since "$T0")s"
