@@ -147,7 +147,8 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		}
 		req := *r
 		s.inflight.Add(1)
-		go s.runBatch(ss, &req, s.deadline(r.TimeoutMS))
+		deadline := s.deadline(r.TimeoutMS)
+		s.workers.run(func() { s.runBatch(ss, &req, deadline) })
 	default:
 		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
 	}
@@ -200,10 +201,10 @@ func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Req
 	req := *r // the scratch is reused for the next frame
 	deadline := s.deadline(r.TimeoutMS)
 	s.inflight.Add(1)
-	go func() {
+	s.workers.run(func() {
 		defer s.inflight.Done()
 		fn(ss, &req, b, deadline)
-	}()
+	})
 }
 
 var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -349,7 +350,7 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 			continue
 		}
 		wg.Add(1)
-		go func() {
+		s.workers.run(func() {
 			defer wg.Done()
 			octx := ctx
 			if op.TimeoutMS > 0 {
@@ -359,7 +360,7 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 			}
 			res, err := s.execute(octx, b, nil, op)
 			out[i] = outcome{res, classify(octx, err)}
-		}()
+		})
 	}
 	wg.Wait()
 	s.reply(ss, func(buf []byte) []byte {

@@ -34,6 +34,7 @@ type Server struct {
 	loop     *evloop.Loop
 
 	inflight inflight // requests handed to goroutines
+	workers  *workers // the goroutines that run them
 	loopBuf  []byte   // reply scratch of the event loop goroutine
 	draining atomic.Bool
 	nextTx   atomic.Uint64
@@ -56,7 +57,7 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}}
+	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers()}
 }
 
 // Open connects every backend, then listens. It returns an error, having closed
