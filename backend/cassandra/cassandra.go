@@ -40,7 +40,9 @@ type Backend struct {
 	Logger *slog.Logger
 
 	cfg     *config
-	session *gocql.Session
+	sess    atomic.Pointer[gocql.Session] // replaced by heal when the driver gives up on every node
+	stop    chan struct{}
+	healed  chan struct{}
 	slots   *semaphore.Weighted // max_requests in flight
 	closed  atomic.Bool
 	inUse   atomic.Int64
@@ -64,7 +66,7 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 // unavailable error, retryable, when no node can be reached within
 // connect_timeout, and never waits past ctx.
 func (b *Backend) Open(ctx context.Context) error {
-	if b.session != nil {
+	if b.sess.Load() != nil {
 		return fmt.Errorf("cassandra: already open")
 	}
 	c := b.cfg
@@ -133,7 +135,9 @@ func (b *Backend) Open(ctx context.Context) error {
 		m.s.Close()
 		return unavailable(c, err)
 	}
-	b.session = m.s
+	b.sess.Store(m.s)
+	b.stop, b.healed = make(chan struct{}), make(chan struct{})
+	go b.heal(cluster)
 	b.slots = semaphore.NewWeighted(int64(c.maxRequests))
 	b.log().Debug("cassandra: connected", "hosts", strings.Join(c.hosts, ","), "release_version", version)
 	return nil
@@ -160,13 +164,15 @@ func (b *Backend) log() *slog.Logger {
 // Close implements tether.Backend: it stops taking requests, waits within ctx
 // for those in flight, and closes the session. Safe to call twice.
 func (b *Backend) Close(ctx context.Context) error {
-	if b.session == nil || b.closed.Swap(true) {
+	if b.sess.Load() == nil || b.closed.Swap(true) {
 		return nil
 	}
 	if err := b.slots.Acquire(ctx, int64(b.cfg.maxRequests)); err == nil {
 		defer b.slots.Release(int64(b.cfg.maxRequests))
 	}
-	b.session.Close()
+	close(b.stop)
+	<-b.healed
+	b.sess.Load().Close()
 	return nil
 }
 
@@ -177,10 +183,10 @@ func (b *Backend) Close(ctx context.Context) error {
 // free max_requests slot.
 func (b *Backend) Stats() tether.PoolStats {
 	s := tether.PoolStats{InUse: int(b.inUse.Load()), Waiting: b.waits.Load()}
-	if b.session == nil || b.session.Closed() {
+	if b.sess.Load() == nil || b.sess.Load().Closed() {
 		return s
 	}
-	for _, h := range b.session.GetHosts() {
+	for _, h := range b.session().GetHosts() {
 		if h.IsUp() {
 			s.Open += b.cfg.numConns
 		}
@@ -271,7 +277,7 @@ func (b *Backend) page(ctx context.Context, stmt string, vals []any, pageSize in
 	}
 	defer b.release()
 	// Prefetch(0): never fetch the next page behind our back; the client asks.
-	iter := b.session.Query(stmt, vals...).WithContext(ctx).PageSize(pageSize).PageState(state).Prefetch(0).Iter()
+	iter := b.session().Query(stmt, vals...).WithContext(ctx).PageSize(pageSize).PageState(state).Prefetch(0).Iter()
 	res, rerr := readPage(iter, maxBytes)
 	if err := iter.Close(); err != nil {
 		return nil, classify(ctx, err, read)
@@ -451,3 +457,44 @@ var (
 	_ tether.Querier  = (*Backend)(nil)
 	_ tether.KeyValue = (*Backend)(nil)
 )
+
+// session returns the current driver session.
+func (b *Backend) session() *gocql.Session { return b.sess.Load() }
+
+// heal replaces the session when the driver has marked every node down and
+// does not bring one back: seen when a node's connections were cut and it
+// returned, with requests still failing "no hosts available" long after. Every
+// second it looks; a session with no node up is replaced by a new one as soon
+// as one can be created, so that service resumes by itself.
+func (b *Backend) heal(cluster *gocql.ClusterConfig) {
+	defer close(b.healed)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		old := b.sess.Load()
+		if anyHostUp(old) {
+			continue
+		}
+		fresh, err := cluster.CreateSession()
+		if err != nil {
+			continue // still down
+		}
+		b.sess.Store(fresh)
+		b.log().Info("cassandra: replaced the session after every node was down", "hosts", len(fresh.GetHosts()))
+		old.Close()
+	}
+}
+
+func anyHostUp(s *gocql.Session) bool {
+	for _, h := range s.GetHosts() {
+		if h.IsUp() {
+			return true
+		}
+	}
+	return false
+}
