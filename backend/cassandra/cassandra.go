@@ -17,6 +17,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -39,15 +40,16 @@ type Backend struct {
 	// a failed reconnect); nil means slog.Default(). Set it before Open.
 	Logger *slog.Logger
 
-	cfg     *config
-	sess    atomic.Pointer[gocql.Session] // replaced by heal when the driver gives up on every node
-	stop    chan struct{}
-	healed  chan struct{}
-	slots   *semaphore.Weighted // max_requests in flight
-	closed  atomic.Bool
-	inUse   atomic.Int64
-	waits   atomic.Int64
-	tables  sync.Map // "keyspace.table" -> *table
+	cfg       *config
+	sess      atomic.Pointer[gocql.Session] // replaced by heal when the driver gives up on every node
+	stop      chan struct{}
+	healed    chan struct{}
+	noHostsAt atomic.Int64        // when a request last found no connection (unix ns)
+	slots     *semaphore.Weighted // max_requests in flight
+	closed    atomic.Bool
+	inUse     atomic.Int64
+	waits     atomic.Int64
+	tables    sync.Map // "keyspace.table" -> *table
 }
 
 // New returns a backend for cfg.DSN (cassandra://[user:pass@]host[:port][,...]/[keyspace][?params],
@@ -280,6 +282,9 @@ func (b *Backend) page(ctx context.Context, stmt string, vals []any, pageSize in
 	iter := b.session().Query(stmt, vals...).WithContext(ctx).PageSize(pageSize).PageState(state).Prefetch(0).Iter()
 	res, rerr := readPage(iter, maxBytes)
 	if err := iter.Close(); err != nil {
+		if errors.Is(err, gocql.ErrNoConnections) {
+			b.noHostsAt.Store(time.Now().UnixNano())
+		}
 		return nil, classify(ctx, err, read)
 	}
 	if rerr != nil {
@@ -461,11 +466,13 @@ var (
 // session returns the current driver session.
 func (b *Backend) session() *gocql.Session { return b.sess.Load() }
 
-// heal replaces the session when the driver has marked every node down and
-// does not bring one back: seen when a node's connections were cut and it
-// returned, with requests still failing "no hosts available" long after. Every
-// second it looks; a session with no node up is replaced by a new one as soon
-// as one can be created, so that service resumes by itself.
+// heal replaces the session when the driver does not bring a lost node back:
+// seen in make test, after a node's connections were cut and it returned,
+// with requests still failing "no hosts available in the pool" 15 s later
+// while the driver listed the node as up. Every second it looks; a session
+// with no node up, or whose requests found no connection in the last two
+// seconds, is replaced by a new one as soon as one can be created, so that
+// service resumes by itself.
 func (b *Backend) heal(cluster *gocql.ClusterConfig) {
 	defer close(b.healed)
 	t := time.NewTicker(time.Second)
@@ -477,7 +484,8 @@ func (b *Backend) heal(cluster *gocql.ClusterConfig) {
 		case <-t.C:
 		}
 		old := b.sess.Load()
-		if anyHostUp(old) {
+		recent := time.Since(time.Unix(0, b.noHostsAt.Load())) < 2*time.Second
+		if anyHostUp(old) && !recent {
 			continue
 		}
 		fresh, err := cluster.CreateSession()
