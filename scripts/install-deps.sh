@@ -12,28 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 PACKAGES=(php8.2-cli php8.2-msgpack php8.2-mysql php8.2-xml php8.2-mbstring phpunit mariadb-server postgresql)
 
-missing=()
-while read -r pkg status; do
-	[[ "$status" == installed ]] || missing+=("$pkg")
-done < <(for p in "${PACKAGES[@]}"; do
-	printf '%s %s\n' "$p" "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
-done)
-
-if ((${#missing[@]} == 0)); then
-	log "deps: all ${#PACKAGES[@]} packages installed"
-else
-	log "deps: missing ${missing[*]}; installing with apt"
-	command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} by hand"
-	policy=/usr/sbin/policy-rc.d
-	if [[ ! -e "$policy" ]]; then
-		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
-		trap 'as_root rm -f "$policy"' EXIT
-	fi
-	t0=$(now)
-	as_root apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${PACKAGES[@]}"
-	log "deps: installed in $(since "$t0")s"
-fi
+apt_install_missing deps "${PACKAGES[@]}"
 
 for tool in go gcc; do
 	command -v "$tool" >/dev/null || die "$tool is not installed (the CI image provides it; go test -race needs both)"

@@ -57,23 +57,7 @@ T0=$(now)
 # Packages
 
 PACKAGES=(php8.2-cli php8.2-mysql php8.2-msgpack mariadb-server)
-missing=()
-for p in "${PACKAGES[@]}"; do
-	[[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" == installed ]] || missing+=("$p")
-done
-if ((${#missing[@]})); then
-	log "bench: missing ${missing[*]}; installing with apt"
-	command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} by hand"
-	# Keep the packages' init scripts from starting the system MariaDB: the benchmark starts its own.
-	policy=/usr/sbin/policy-rc.d
-	if [[ ! -e "$policy" ]]; then
-		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
-		policy_added=1
-	fi
-	as_root apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-	[[ -n "${policy_added:-}" ]] && as_root rm -f "$policy"
-fi
+apt_install_missing "bench" "${PACKAGES[@]}"
 command -v go >/dev/null || die "go is not installed"
 
 # ---------------------------------------------------------------------------------------------------------------

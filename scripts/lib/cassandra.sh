@@ -53,11 +53,7 @@ fetch_cassandra() {
 	if [[ -f "$cache/.complete" && -f "$CASSANDRA_LIB/cassandra-all-$v.jar" ]]; then
 		return 0
 	fi
-	if ! command -v mvn >/dev/null 2>&1; then
-		log "cassandra: installing maven (apt)"
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends maven >/dev/null ||
-			die "cassandra: apt-get install maven failed"
-	fi
+	command -v mvn >/dev/null 2>&1 || apt_install_missing --no-recommends cassandra maven
 	t0=$(now)
 	log "cassandra: fetching cassandra-all $v and its dependencies from Maven Central into $CASSANDRA_LIB"
 	rm -rf -- "$cache"

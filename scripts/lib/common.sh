@@ -102,3 +102,37 @@ free_port() {
 check_socket_path() {
 	((${#1} <= 107)) || die "Unix socket path too long (${#1} > 107 bytes): $1; set TETHER_TEST_DIR to a shorter directory"
 }
+
+# apt_install_missing [--no-recommends] WHO PKG... installs with apt the packages of PKG that are not installed
+# (one dpkg-query each: a quick no-op when all are), as root or through sudo, after one apt-get update. The
+# packages' init scripts may not start services meanwhile (a policy-rc.d forbids it while there is none): scripts
+# here start their own throwaway servers and never the system's. WHO prefixes the log lines.
+apt_install_missing() {
+	local recommends=() who pkg policy=/usr/sbin/policy-rc.d policy_added='' t0
+	if [[ "${1:-}" == --no-recommends ]]; then
+		recommends=(--no-install-recommends)
+		shift
+	fi
+	who=$1
+	shift
+	local missing=()
+	for pkg in "$@"; do
+		[[ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)" == installed ]] || missing+=("$pkg")
+	done
+	if ((${#missing[@]} == 0)); then
+		log "$who: all $# packages installed"
+		return 0
+	fi
+	log "$who: missing ${missing[*]}; installing with apt"
+	command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} by hand"
+	if [[ ! -e "$policy" ]]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+		policy_added=1
+	fi
+	t0=$(now)
+	local rc=0
+	as_root apt-get update -q && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${recommends[@]}" "${missing[@]}" || rc=$?
+	[[ -n "$policy_added" ]] && as_root rm -f "$policy"
+	((rc == 0)) || die "$who: apt-get install ${missing[*]} failed (exit $rc)"
+	log "$who: installed in $(since "$t0")s"
+}
