@@ -88,10 +88,10 @@ func AppendResult(b []byte, h Head, columns []string, rows [][]any, cursor []byt
 		}
 		b = msgp.AppendArrayHeader(b, uint32(len(row)))
 		for _, v := range row {
-			if !isValue(v) {
+			var ok bool
+			if b, ok = appendValue(b, v); !ok {
 				return b, fmt.Errorf("encode row: unsupported value type %T", v)
 			}
-			b = AppendValue(b, v)
 		}
 	}
 	if cursor != nil {
@@ -131,44 +131,43 @@ func AppendBatchHead(b []byte, h Head, n int) []byte {
 	return msgp.AppendArrayHeader(b, uint32(n))
 }
 
-func isValue(v any) bool {
-	switch v.(type) {
-	case nil, bool, int64, uint64, float64, string, []byte, int, int32, float32, time.Time:
-		return true
-	}
-	return false
-}
-
 // AppendValue appends one scalar value: nil, bool, signed and unsigned integers
 // (non-negative ones in their shortest unsigned form, as PHP writes them),
-// floats (as float64), string (str) and []byte (bin). Other types are appended
-// as nil; callers check with isValue first where that matters.
+// floats (as float64), string (str), []byte (bin) and time.Time (RFC 3339 str).
+// Other types are appended as nil.
 func AppendValue(b []byte, v any) []byte {
+	b, _ = appendValue(b, v)
+	return b
+}
+
+// appendValue is AppendValue that also reports whether it knew v's type: one
+// type switch per value on the path that encodes every row.
+func appendValue(b []byte, v any) ([]byte, bool) {
 	switch x := v.(type) {
 	case nil:
-		return msgp.AppendNil(b)
+		return msgp.AppendNil(b), true
 	case bool:
-		return msgp.AppendBool(b, x)
+		return msgp.AppendBool(b, x), true
 	case int64:
-		return appendInt(b, x)
+		return appendInt(b, x), true
 	case int:
-		return appendInt(b, int64(x))
+		return appendInt(b, int64(x)), true
 	case int32:
-		return appendInt(b, int64(x))
+		return appendInt(b, int64(x)), true
 	case uint64:
-		return msgp.AppendUint64(b, x)
+		return msgp.AppendUint64(b, x), true
 	case float64:
-		return msgp.AppendFloat64(b, x)
+		return msgp.AppendFloat64(b, x), true
 	case float32:
-		return msgp.AppendFloat64(b, float64(x))
+		return msgp.AppendFloat64(b, float64(x)), true
 	case string:
-		return msgp.AppendString(b, x)
+		return msgp.AppendString(b, x), true
 	case []byte:
-		return msgp.AppendBytes(b, x)
+		return msgp.AppendBytes(b, x), true
 	case time.Time:
-		return msgp.AppendString(b, x.Format(time.RFC3339Nano))
+		return msgp.AppendString(b, x.Format(time.RFC3339Nano)), true
 	}
-	return msgp.AppendNil(b)
+	return msgp.AppendNil(b), false
 }
 
 func appendInt(b []byte, v int64) []byte {

@@ -389,7 +389,11 @@ func Run(t *testing.T, s *Suite) {
 		}
 	})
 
-	t.Run("StatementsAreReused", func(t *testing.T) {
+	t.Run("StatementCacheEviction", func(t *testing.T) {
+		// Three statements through a cache of two: evicted statements are
+		// closed and prepared again without a wrong or failed answer. (That
+		// statements are reused is checked on the server, where it can be
+		// seen: TestBackend_PreparesOnce in backend/mysql and backend/postgres.)
 		b := s.open(t, func(c *tether.BackendConfig) { c.StmtCacheSize = 2 })
 		for i := 0; i < 3; i++ {
 			for _, q := range []string{"SELECT 1", "SELECT 2", "SELECT 3", "SELECT 1"} {

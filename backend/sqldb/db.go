@@ -34,9 +34,9 @@ type DB struct {
 
 	db    *sql.DB
 	slots *semaphore.Weighted
-	stmts *lru.Cache[string, *sql.Stmt]
-	mu    sync.Mutex // serialises the first preparation of a statement
-	kv    tables     // the key API's table metadata
+	stmts *lru.Cache[string, *sql.Stmt] // never holds a statement that ChangesSession
+	mu    sync.Mutex                    // serialises the first preparation of a statement
+	kv    tables                        // the key API's table metadata
 
 	stop chan struct{}
 	done chan struct{}
@@ -217,12 +217,17 @@ func (d *DB) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Re
 		return nil, err
 	}
 	defer d.release()
-	if d.dialect.ChangesSession(s.SQL) {
-		return d.runIsolated(ctx, s, exec)
-	}
-	st, err := d.stmt(ctx, s.SQL)
-	if err != nil {
-		return nil, d.wrap(err)
+	// A cached statement is known to leave session state alone; only a new
+	// one is looked at (the lexing and case folding cost each request).
+	st, cached := d.stmts.Get(s.SQL)
+	if !cached {
+		if d.dialect.ChangesSession(s.SQL) {
+			return d.runIsolated(ctx, s, exec)
+		}
+		var err error
+		if st, err = d.stmt(ctx, s.SQL); err != nil {
+			return nil, d.wrap(err)
+		}
 	}
 	res, err := d.runStmt(ctx, st, s, exec)
 	return res, d.wrap(err)

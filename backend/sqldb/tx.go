@@ -29,9 +29,6 @@ func (t *Tx) Exec(ctx context.Context, s tether.Statement) (*tether.Result, erro
 }
 
 func (t *Tx) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Result, error) {
-	if t.db.dialect.ChangesSession(s.SQL) {
-		t.dirty = true
-	}
 	// A cached statement is reused if it is already prepared on this
 	// connection, and prepared there (for later reuse) if not. A statement not
 	// in the cache is prepared on the transaction's own connection: preparing
@@ -41,6 +38,10 @@ func (t *Tx) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Re
 	if st, ok := t.db.stmts.Get(s.SQL); ok {
 		txst = t.tx.StmtContext(ctx, st)
 	} else {
+		// Only a statement not in the cache can change session state.
+		if t.db.dialect.ChangesSession(s.SQL) {
+			t.dirty = true
+		}
 		var err error
 		if txst, err = t.tx.PrepareContext(ctx, s.SQL); err != nil {
 			return nil, t.db.wrap(err)
