@@ -94,6 +94,8 @@ type Result struct {
 	// Cursor, when not nil, resumes a scan or a paged query after the last
 	// row returned. It is opaque to clients.
 	Cursor []byte
+	// HTTP is the response of an http operation (and the only field it sets).
+	HTTP *HTTPResponse
 }
 
 // PoolStats is a snapshot of a backend's connection pool.

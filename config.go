@@ -59,10 +59,27 @@ type BackendConfig struct {
 	AcquireTimeout Duration `toml:"acquire_timeout"` // bounded wait for a free connection, then busy
 	ConnectTimeout Duration `toml:"connect_timeout"`
 	StmtCacheSize  int      `toml:"stmt_cache_size"` // prepared statements kept per backend, by SQL text
+	// HTTP holds the settings only an http upstream has ([backends.NAME.http]);
+	// its dsn is the base URL, max_conns the most connections to it,
+	// idle_timeout how long an idle keep-alive connection is kept.
+	HTTP HTTPConfig `toml:"http"`
+}
+
+// HTTPConfig is the part of an http upstream's config that other backends
+// do not have.
+type HTTPConfig struct {
+	Headers          map[string]string `toml:"headers"`            // sent with every request unless the request sets the same name
+	MaxResponseBytes int               `toml:"max_response_bytes"` // a larger body is too_large; 0: 8 MiB
+	DisableKeepAlive bool              `toml:"disable_keep_alive"` // a new connection per request (for upstreams that mishandle keep-alive)
+	TLSCAFile        string            `toml:"tls_ca_file"`        // PEM roots to trust instead of the system's
+	TLSCertFile      string            `toml:"tls_cert_file"`      // client certificate (PEM), with tls_key_file
+	TLSKeyFile       string            `toml:"tls_key_file"`
+	TLSServerName    string            `toml:"tls_server_name"` // overrides the name checked in the server's certificate
+	TLSSkipVerify    bool              `toml:"tls_insecure_skip_verify"`
 }
 
 // BackendTypes lists the backend types tetherd knows.
-var BackendTypes = []string{"sqlite", "mysql", "postgres", "cassandra", "bigtable"}
+var BackendTypes = []string{"sqlite", "mysql", "postgres", "cassandra", "bigtable", "http"}
 
 // Default paths of the embedded default: SQLite beside a socket in ./var.
 const (

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
@@ -99,6 +100,75 @@ func AppendResult(b []byte, h Head, columns []string, rows [][]any, cursor []byt
 		b = msgp.AppendBytes(b, cursor)
 	}
 	return b, nil
+}
+
+// AppendColumns appends a reply with rows in column-oriented form: `data`
+// holds one array per column, each with `count` values, and `cursor` follows
+// when not nil. It is the form of every join reply and of query, scan and
+// read_rows when the request sets columnar: fewer, longer arrays, which a PHP
+// client decodes with far fewer allocations. A nil row is written as nil in
+// every column.
+func AppendColumns(b []byte, h Head, columns []string, rows [][]any, cursor []byte) ([]byte, error) {
+	fields := uint32(3)
+	if cursor != nil {
+		fields++
+	}
+	b = h.open(b, fields)
+	b = msgp.AppendString(b, "columns")
+	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
+	for _, c := range columns {
+		b = msgp.AppendString(b, c)
+	}
+	b = msgp.AppendString(b, "count")
+	b = msgp.AppendUint32(b, uint32(len(rows)))
+	b = msgp.AppendString(b, "data")
+	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
+	for c := range columns {
+		b = msgp.AppendArrayHeader(b, uint32(len(rows)))
+		for i, row := range rows {
+			if row == nil {
+				b = msgp.AppendNil(b)
+				continue
+			}
+			if c >= len(row) {
+				return b, fmt.Errorf("encode columns: row %d has %d values for %d columns", i, len(row), len(columns))
+			}
+			var ok bool
+			if b, ok = appendValue(b, row[c]); !ok {
+				return b, fmt.Errorf("encode columns: unsupported value type %T", row[c])
+			}
+		}
+	}
+	if cursor != nil {
+		b = msgp.AppendString(b, "cursor")
+		b = msgp.AppendBytes(b, cursor)
+	}
+	return b, nil
+}
+
+// AppendHTTP appends the reply to http: the upstream's status, its headers
+// (lower-case names, sorted, each with its values in order) and its body as
+// bin.
+func AppendHTTP(b []byte, h Head, status int, header map[string][]string, body []byte) []byte {
+	b = h.open(b, 3)
+	b = msgp.AppendString(b, "status")
+	b = msgp.AppendInt(b, status)
+	b = msgp.AppendString(b, "headers")
+	names := make([]string, 0, len(header))
+	for k := range header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	b = msgp.AppendMapHeader(b, uint32(len(names)))
+	for _, k := range names {
+		b = msgp.AppendString(b, k)
+		b = msgp.AppendArrayHeader(b, uint32(len(header[k])))
+		for _, v := range header[k] {
+			b = msgp.AppendString(b, v)
+		}
+	}
+	b = msgp.AppendString(b, "body")
+	return msgp.AppendBytes(b, body)
 }
 
 // AppendError appends an error reply.

@@ -32,6 +32,8 @@ const (
 	OpMutateRow
 	OpIncrement
 	OpCheckAndMutate
+	OpHTTP
+	OpJoin
 )
 
 var opNames = [...]string{
@@ -54,6 +56,8 @@ var opNames = [...]string{
 	OpMutateRow:      "mutate_row",
 	OpIncrement:      "increment",
 	OpCheckAndMutate: "check_and_mutate",
+	OpHTTP:           "http",
+	OpJoin:           "join",
 }
 
 // String returns the op's wire name.
@@ -101,6 +105,10 @@ func parseOp(b []byte) Op {
 		return OpIncrement
 	case "check_and_mutate":
 		return OpCheckAndMutate
+	case "http":
+		return OpHTTP
+	case "join":
+		return OpJoin
 	}
 	return OpUnknown
 }
@@ -139,6 +147,27 @@ type Request struct {
 	Qualifier string
 	Value     any // a scalar: check_and_mutate's expected value
 	Delta     int64
+
+	// Columnar asks for a query, scan or read_rows result in column-oriented
+	// form (one array per column); join results always are.
+	Columnar bool
+
+	// http: a request to a configured upstream. Path is the path and query,
+	// relative to the upstream's base URL.
+	Method  string
+	Path    string
+	Headers map[string]string
+	Body    []byte
+
+	// join: Left produces rows; for each, the values of the On columns form
+	// the key looked up (multi_get) in Right's table; Kind is "left" (the
+	// default) or "inner"; OrderBy names output columns, "-" first for
+	// descending.
+	Left    *Request
+	Right   *Request
+	On      []string
+	Kind    string
+	OrderBy []string
 
 	HasID bool // whether the map had an id key
 }
@@ -382,6 +411,70 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 			if err != nil {
 				fail("delta", err)
 			}
+		case "columnar":
+			r.Columnar, b, err = msgp.ReadBoolBytes(b)
+			if err != nil {
+				fail("columnar", err)
+			}
+		case "method":
+			r.Method, b, err = msgp.ReadStringBytes(b)
+			if err != nil {
+				fail("method", err)
+			}
+		case "path":
+			r.Path, b, err = msgp.ReadStringBytes(b)
+			if err != nil {
+				fail("path", err)
+			}
+		case "headers":
+			r.Headers, b, err = readHeaders(b)
+			if err != nil {
+				fail("headers", err)
+			}
+		case "body":
+			r.Body, b, err = readBytes(b)
+			if err != nil {
+				fail("body", err)
+			}
+		case "left", "right":
+			if depth > 1 {
+				err = errors.New("a join side cannot hold a join")
+				fail(string(key), err)
+				break
+			}
+			side := &Request{}
+			b, err = decodeRequestMap(b, side, depth+2)
+			if err != nil {
+				var re *RequestError
+				if errors.As(err, &re) && re.Fatal {
+					return b, err
+				}
+				if errors.As(err, &re) {
+					err = errors.New(re.Msg)
+				}
+				fail(string(key), err)
+				break
+			}
+			if key[0] == 'l' {
+				r.Left = side
+			} else {
+				r.Right = side
+			}
+		case "on":
+			r.On, b, err = readStrings(b)
+			if err != nil {
+				fail("on", err)
+			}
+		case "kind":
+			r.Kind, b, err = msgp.ReadStringBytes(b)
+			if err != nil {
+				fail("kind", err)
+			}
+		case "order_by":
+			r.OrderBy, b, err = readStrings(b)
+			if err != nil {
+				fail("order_by", err)
+			}
 		default:
 			err = errors.New("unknown field")
 			fail(fmt.Sprintf("%q", key), err)
@@ -568,6 +661,28 @@ func readRow(b []byte) (map[string]any, []byte, error) {
 	return row, b, nil
 }
 
+func readHeaders(b []byte) (map[string]string, []byte, error) {
+	n, b, err := msgp.ReadMapHeaderBytes(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if n > 1024 {
+		return nil, b, fmt.Errorf("%d headers, at most 1024", n)
+	}
+	h := make(map[string]string, n)
+	for i := uint32(0); i < n; i++ {
+		var k, v string
+		if k, b, err = msgp.ReadStringBytes(b); err != nil {
+			return nil, b, fmt.Errorf("header name: %s", describe(err))
+		}
+		if v, b, err = msgp.ReadStringBytes(b); err != nil {
+			return nil, b, fmt.Errorf("header %q: %s", k, describe(err))
+		}
+		h[k] = v
+	}
+	return h, b, nil
+}
+
 func readMutations(b []byte) ([]Mutation, []byte, error) {
 	n, b, err := msgp.ReadArrayHeaderBytes(b)
 	if err != nil {
@@ -688,6 +803,28 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.str(r.Qualifier != "", "qualifier", r.Qualifier)
 	e.field(r.Value != nil, "value", func(b []byte) []byte { return AppendValue(b, r.Value) })
 	e.field(r.Delta != 0, "delta", func(b []byte) []byte { return appendInt(b, r.Delta) })
+	e.field(r.Columnar, "columnar", func(b []byte) []byte { return msgp.AppendBool(b, true) })
+	e.str(r.Method != "", "method", r.Method)
+	e.str(r.Path != "", "path", r.Path)
+	e.field(r.Headers != nil, "headers", func(b []byte) []byte {
+		names := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		b = msgp.AppendMapHeader(b, uint32(len(names)))
+		for _, k := range names {
+			b = msgp.AppendString(msgp.AppendString(b, k), r.Headers[k])
+		}
+		return b
+	})
+	// As str, as ext-msgpack writes a PHP string.
+	e.field(r.Body != nil, "body", func(b []byte) []byte { return msgp.AppendStringFromBytes(b, r.Body) })
+	e.field(r.Left != nil, "left", func(b []byte) []byte { return AppendRequest(b, r.Left) })
+	e.field(r.Right != nil, "right", func(b []byte) []byte { return AppendRequest(b, r.Right) })
+	e.strs(r.On != nil, "on", r.On)
+	e.str(r.Kind != "", "kind", r.Kind)
+	e.strs(r.OrderBy != nil, "order_by", r.OrderBy)
 	return e.appendTo(b)
 }
 
