@@ -116,7 +116,22 @@ var vectors = []vector{
 			IfTrue:  []wire.Mutation{{Op: "delete_row"}},
 			IfFalse: []wire.Mutation{{Op: "set", Family: "l", Qualifier: "seen", Value: "1"}}})
 	}},
-	{"ping_reply", "reply", func() []byte { return wire.AppendOK(nil, wire.Head{ID: 1}) }},
+	{"http_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 20, Op: wire.OpHTTP, Backend: "api", TimeoutMS: 1500,
+			Method: "POST", Path: "/v1/orders?expand=items", Headers: map[string]string{"content-type": "application/json", "x-request-id": "r-1"},
+			Body: []byte(`{"sku":"A-1","qty":2}`)})
+	}},
+	{"join_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 21, Op: wire.OpJoin,
+			Left: &wire.Request{Op: wire.OpQuery, Backend: "maria",
+				SQL: "SELECT id, name, group_code FROM users WHERE id BETWEEN ? AND ?", Params: []any{int64(1), int64(500)}},
+			Right: &wire.Request{Backend: "maria", Table: "groups", Columns: []string{"name"}},
+			On:    []string{"group_code"}, Kind: "left", OrderBy: []string{"groups.name", "-id"}})
+	}},
+	{"query_columnar_request", "request", func() []byte {
+		return wire.AppendRequest(nil, &wire.Request{ID: 22, Op: wire.OpQuery, SQL: "SELECT id, name FROM users", Columnar: true})
+	}},
+		{"ping_reply", "reply", func() []byte { return wire.AppendOK(nil, wire.Head{ID: 1}) }},
 	{"hello_reply", "reply", func() []byte { return wire.AppendHello(nil, wire.Head{ID: 2}) }},
 	{"query_reply", "reply", func() []byte {
 		return mustRows(wire.AppendRows(nil, wire.Head{ID: 3},
@@ -136,6 +151,17 @@ var vectors = []vector{
 	{"multi_get_reply", "reply", func() []byte {
 		return mustRows(wire.AppendResult(nil, wire.Head{ID: 11}, []string{"id", "name"},
 			[][]any{{int64(1), "ada"}, nil, {int64(3), "cy"}}, nil))
+	}},
+	{"http_reply", "reply", func() []byte {
+		return wire.AppendHTTP(nil, wire.Head{ID: 20}, 201, map[string][]string{
+			"content-type": {"application/json"}, "set-cookie": {"a=1", "b=2"}}, []byte("{\"id\":7}\x00\xff"))
+	}},
+	{"join_reply", "reply", func() []byte {
+		return mustRows(wire.AppendColumns(nil, wire.Head{ID: 21}, []string{"id", "name", "group_code", "groups.name"},
+			[][]any{{int64(1), "ada", "adm", "Admins"}, {int64(2), "bob", nil, nil}, {int64(3), "cy", "dev", []byte("Dev\x00s")}}, nil))
+	}},
+	{"columns_reply_empty", "reply", func() []byte {
+		return mustRows(wire.AppendColumns(nil, wire.Head{ID: 22}, []string{"id", "name"}, [][]any{}, nil))
 	}},
 	{"exec_reply", "reply", func() []byte { return wire.AppendExec(nil, wire.Head{ID: 4}, 1, 1001) }},
 	{"begin_reply", "reply", func() []byte { return wire.AppendTx(nil, wire.Head{ID: 5}, 17) }},
