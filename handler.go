@@ -127,7 +127,33 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs table", r.Op))
 			return true
 		}
+		if r.Columnar && r.Op == wire.OpMultiGet {
+			s.replyErrorNow(ss, r.ID, errColumnarMultiGet())
+			return true
+		}
 		s.spawn(ss, r, s.runOp)
+	case wire.OpHTTP:
+		if r.Path == "" {
+			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "http needs path"))
+			return true
+		}
+		s.spawn(ss, r, s.runOp)
+	case wire.OpJoin:
+		if e := checkJoin(r); e != nil {
+			s.replyErrorNow(ss, r.ID, e)
+			return true
+		}
+		if s.draining.Load() {
+			s.replyErrorNow(ss, r.ID, errShuttingDown())
+			return true
+		}
+		req := *r
+		deadline := s.deadline(r.TimeoutMS)
+		s.inflight.Add(1)
+		s.workers.run(func() {
+			defer s.inflight.Done()
+			s.runOp(ss, &req, target{}, deadline)
+		})
 	case wire.OpBegin:
 		s.spawn(ss, r, s.runBegin)
 	case wire.OpCommit, wire.OpRollback:
@@ -153,6 +179,10 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
 	}
 	return true
+}
+
+func errColumnarMultiGet() *Error {
+	return Errorf(CodeBadRequest, "multi_get cannot answer columnar: a missing key's nil row would not show")
 }
 
 func errShuttingDown() *Error {
@@ -222,16 +252,30 @@ func (s *Server) reply(ss *session, build func(b []byte) []byte) {
 }
 
 // appendOutcome appends the reply for one operation's outcome.
-func (s *Server) appendOutcome(b []byte, h wire.Head, op wire.Op, res *Result, err error) []byte {
+func (s *Server) appendOutcome(b []byte, h wire.Head, r *wire.Request, res *Result, err error) []byte {
 	if err != nil {
 		return appendErr(b, h, AsError(err))
 	}
-	switch op {
+	start := len(b)
+	var encErr error
+	switch r.Op {
 	case wire.OpExec, wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpCheckAndMutate:
 		return wire.AppendExec(b, h, res.Affected, res.InsertID)
+	case wire.OpHTTP:
+		if res.HTTP == nil {
+			return appendErr(b, h, Errorf(CodeInternal, "http: the upstream gave no response"))
+		}
+		// The body was bounded by the upstream's max_response_bytes.
+		return wire.AppendHTTP(b, h, res.HTTP.Status, res.HTTP.Header, res.HTTP.Body)
+	case wire.OpJoin:
+		b, encErr = wire.AppendColumns(b, h, res.Columns, res.Rows, res.Cursor)
+	default:
+		if r.Columnar {
+			b, encErr = wire.AppendColumns(b, h, res.Columns, res.Rows, res.Cursor)
+		} else {
+			b, encErr = wire.AppendResult(b, h, res.Columns, res.Rows, res.Cursor)
+		}
 	}
-	start := len(b)
-	b, encErr := wire.AppendResult(b, h, res.Columns, res.Rows, res.Cursor)
 	if encErr != nil {
 		s.log.Error("encode result", "err", encErr)
 		return appendErr(b[:start], h, Errorf(CodeInternal, "%s", encErr))
@@ -268,7 +312,7 @@ func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Tim
 	err = classify(ctx, err)
 	cancel()
 	s.logFailure(r, err)
-	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r.Op, res, err) })
+	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r, res, err) })
 }
 
 func (s *Server) logFailure(r *wire.Request, err error) {
@@ -314,6 +358,24 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	s.reply(ss, func(buf []byte) []byte { return wire.AppendTx(buf, wire.Head{ID: r.ID}, t.id) })
 }
 
+// checkBatchOp validates one operation of a batch, as serveFrame does a
+// request of its own.
+func checkBatchOp(op *wire.Request) *Error {
+	switch {
+	case op.Tx != 0:
+		return Errorf(CodeBadRequest, "a batch %s cannot run in a transaction", op.Op)
+	case (op.Op == wire.OpQuery || op.Op == wire.OpExec) && op.SQL == "":
+		return Errorf(CodeBadRequest, "a batch %s needs sql", op.Op)
+	case op.Op == wire.OpHTTP && op.Path == "":
+		return Errorf(CodeBadRequest, "http needs path")
+	case op.Op == wire.OpJoin:
+		return checkJoin(op)
+	case op.Columnar && op.Op == wire.OpMultiGet:
+		return errColumnarMultiGet()
+	}
+	return nil
+}
+
 // runBatch runs a batch's operations concurrently and answers once, in order.
 func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 	defer s.inflight.Done()
@@ -332,7 +394,7 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 			out[i].res = &Result{}
 			continue
 		case wire.OpQuery, wire.OpExec, wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
-			wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
+			wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate, wire.OpHTTP, wire.OpJoin:
 		case wire.OpUnknown:
 			out[i].err = Errorf(CodeUnknownOp, "unknown op %q", op.OpName)
 			continue
@@ -340,14 +402,17 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 			out[i].err = Errorf(CodeBadRequest, "op %s is not allowed in a batch", op.Op)
 			continue
 		}
-		if op.Tx != 0 || (op.Op == wire.OpQuery || op.Op == wire.OpExec) && op.SQL == "" {
-			out[i].err = Errorf(CodeBadRequest, "a batch %s needs sql and no tx", op.Op)
-			continue
-		}
-		b, e := s.backendFor(op.Backend)
-		if e != nil {
+		if e := checkBatchOp(op); e != nil {
 			out[i].err = e
 			continue
+		}
+		var b target
+		if op.Op != wire.OpJoin { // a join names its backends in left and right
+			var e *Error
+			if b, e = s.backendFor(op.Backend); e != nil {
+				out[i].err = e
+				continue
+			}
 		}
 		wg.Add(1)
 		s.workers.run(func() {
@@ -371,7 +436,7 @@ func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
 				buf = wire.AppendOK(buf, wire.Head{Nested: true})
 				continue
 			}
-			buf = s.appendOutcome(buf, wire.Head{Nested: true}, r.Ops[i].Op, o.res, o.err)
+			buf = s.appendOutcome(buf, wire.Head{Nested: true}, &r.Ops[i], o.res, o.err)
 		}
 		if len(buf)-start > s.cfg.Server.MaxResultBytes {
 			buf = appendErr(buf[:start], wire.Head{ID: r.ID}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))

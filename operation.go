@@ -60,6 +60,20 @@ func (s *Server) execute(ctx context.Context, t target, tx Tx, r *wire.Request) 
 			return kv.Delete(ctx, k)
 		}
 
+	case wire.OpHTTP:
+		up, ok := t.b.(Upstream)
+		if !ok {
+			return nil, Unsupported(t.name, t.typ, "http (only an http upstream takes it)")
+		}
+		resp, err := up.Call(ctx, HTTPRequest{Method: r.Method, Path: r.Path, Header: r.Headers, Body: r.Body})
+		if err != nil {
+			return nil, err
+		}
+		return &Result{HTTP: resp}, nil
+
+	case wire.OpJoin:
+		return s.join(ctx, r)
+
 	case wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
 		wc, ok := t.b.(WideColumn)
 		if !ok {

@@ -32,7 +32,15 @@ type testServer struct {
 }
 
 // startServer runs a tetherd with a SQLite backend "main" on a temp socket.
+// tweak may add backends: each is a SQLite database.
 func startServer(t *testing.T, tweak func(*tether.Config)) *testServer {
+	t.Helper()
+	return startServerWith(t, tweak, nil)
+}
+
+// startServerWith is startServer with some backends given as they are
+// (fault injection): their configs only name them.
+func startServerWith(t *testing.T, tweak func(*tether.Config), given map[string]tether.Backend) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := tether.DefaultConfig()
@@ -47,6 +55,10 @@ func startServer(t *testing.T, tweak func(*tether.Config)) *testServer {
 	}
 	backends := map[string]tether.Backend{}
 	for name, bc := range cfg.Backends {
+		if b, ok := given[name]; ok {
+			backends[name] = b
+			continue
+		}
 		b, err := sqlite.New(bc)
 		if err != nil {
 			t.Fatal(err)

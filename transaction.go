@@ -110,7 +110,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 			res, err := s.execute(ctx, target{}, t.tx, &req)
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
-			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, req.Op, res, err) })
+			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, &req, res, err) })
 		}
 	})
 }
