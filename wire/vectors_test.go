@@ -131,7 +131,7 @@ var vectors = []vector{
 	{"query_columnar_request", "request", func() []byte {
 		return wire.AppendRequest(nil, &wire.Request{ID: 22, Op: wire.OpQuery, SQL: "SELECT id, name FROM users", Columnar: true})
 	}},
-		{"ping_reply", "reply", func() []byte { return wire.AppendOK(nil, wire.Head{ID: 1}) }},
+	{"ping_reply", "reply", func() []byte { return wire.AppendOK(nil, wire.Head{ID: 1}) }},
 	{"hello_reply", "reply", func() []byte { return wire.AppendHello(nil, wire.Head{ID: 2}) }},
 	{"query_reply", "reply", func() []byte {
 		return mustRows(wire.AppendRows(nil, wire.Head{ID: 3},
