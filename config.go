@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -283,8 +284,89 @@ func (c *Config) Validate() error {
 		if b.StmtCacheSize < 1 {
 			bad(f+"stmt_cache_size", b.StmtCacheSize, "must be at least 1")
 		}
+		if b.Type == "http" {
+			validateHTTP(f, b, bad)
+		} else if !b.HTTP.isZero() {
+			bad(f+"http", "{...}", "only a backend of type http takes these settings")
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateHTTP checks the settings of an http upstream (f is "backends.NAME.").
+// Its dsn is the base URL: http or https, with a host, and no user info,
+// query or fragment.
+func validateHTTP(f string, b BackendConfig, bad func(field string, value any, format string, args ...any)) {
+	h := b.HTTP
+	if b.DSN != "" {
+		u, err := url.Parse(b.DSN)
+		switch {
+		case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "":
+			bad(f+"dsn", strconv.Quote(b.DSN), "must be an http:// or https:// base URL with a host")
+		case u.User != nil:
+			bad(f+"dsn", strconv.Quote(b.DSN), "must not hold user info (set an Authorization header in [%shttp] headers)", f)
+		case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+			bad(f+"dsn", strconv.Quote(b.DSN), "must not have a query or a fragment")
+		case u.Scheme == "http" && (h.TLSCAFile != "" || h.TLSCertFile != "" || h.TLSKeyFile != "" || h.TLSServerName != "" || h.TLSSkipVerify):
+			bad(f+"dsn", strconv.Quote(b.DSN), "the http.tls_* settings need an https:// URL")
+		}
+	}
+	if h.MaxResponseBytes < 0 {
+		bad(f+"http.max_response_bytes", h.MaxResponseBytes, "must be 0 (8 MiB) or more")
+	}
+	if h.TLSCertFile != "" && h.TLSKeyFile == "" {
+		bad(f+"http.tls_key_file", `""`, "required with http.tls_cert_file")
+	}
+	if h.TLSKeyFile != "" && h.TLSCertFile == "" {
+		bad(f+"http.tls_cert_file", `""`, "required with http.tls_key_file")
+	}
+	names := make([]string, 0, len(h.Headers))
+	for name := range h.Headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		field := f + "http.headers." + name
+		switch {
+		case !httpToken(name):
+			bad(field, strconv.Quote(name), "a header name is a token: letters, digits and !#$%%&'*+-.^_`|~")
+		case strings.ContainsFunc(h.Headers[name], func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }):
+			bad(field, strconv.Quote(h.Headers[name]), "a header value must not hold control characters")
+		case httpHopByHop(name):
+			bad(field, strconv.Quote(h.Headers[name]), "tetherd sets this header itself, or it is hop-by-hop")
+		}
+	}
+}
+
+// isZero reports whether no http setting is given.
+func (h HTTPConfig) isZero() bool {
+	return len(h.Headers) == 0 && h.MaxResponseBytes == 0 && !h.DisableKeepAlive && h.TLSCAFile == "" &&
+		h.TLSCertFile == "" && h.TLSKeyFile == "" && h.TLSServerName == "" && !h.TLSSkipVerify
+}
+
+// httpToken reports whether s is an HTTP token (RFC 9110), as header names are.
+func httpToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// httpHopByHop reports whether a configured default header may not be set:
+// Content-Length and the hop-by-hop headers belong to tetherd's connection.
+// (Host may: it names a virtual host behind the dsn's address.)
+func httpHopByHop(name string) bool {
+	switch strings.ToLower(name) {
+	case "content-length", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade":
+		return true
+	}
+	return strings.HasPrefix(strings.ToLower(name), "proxy-")
 }
 
 // SocketFileMode returns the configured socket mode as an os.FileMode.

@@ -111,3 +111,76 @@ func TestConfig_Sample(t *testing.T) {
 		t.Fatalf("etc/tetherd.toml parses to\n%+v\nwant DefaultConfig\n%+v", cfg, want)
 	}
 }
+
+func TestConfig_ValidateHTTP(t *testing.T) {
+	parse := func(t *testing.T, backend string) (tether.Config, error) {
+		t.Helper()
+		cfg, err := tether.ParseConfig(strings.NewReader("[server]\ndefault_backend = \"api\"\n" + backend))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, cfg.Validate()
+	}
+	t.Run("Valid", func(t *testing.T) {
+		cfg, err := parse(t, `
+[backends.api]
+type = "http"
+dsn = "https://api.internal.example/v1"
+max_conns = 16
+idle_timeout = "90s"
+
+[backends.api.http]
+headers = { Authorization = "Bearer x", Host = "api.example", Accept = "application/json" }
+max_response_bytes = 1048576
+tls_ca_file = "/etc/ssl/internal-ca.pem"
+tls_cert_file = "/etc/tether/client.pem"
+tls_key_file = "/etc/tether/client.key"
+tls_server_name = "api.example"
+`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := cfg.Backends["api"]
+		if api.MaxConns != 16 || api.HTTP.MaxResponseBytes != 1<<20 || api.HTTP.Headers["Host"] != "api.example" ||
+			api.HTTP.TLSServerName != "api.example" || api.MinConns != 1 {
+			t.Fatalf("parsed %+v", api)
+		}
+	})
+
+	cases := []struct {
+		name, backend string
+		field, value  string
+	}{
+		{"NotAURL", "type = \"http\"\ndsn = \"127.0.0.1:8080\"", "backends.api.dsn", "127.0.0.1:8080"},
+		{"FTP", "type = \"http\"\ndsn = \"ftp://files.example/\"", "backends.api.dsn", "ftp://files.example/"},
+		{"NoHost", "type = \"http\"\ndsn = \"http:///v1\"", "backends.api.dsn", "http:///v1"},
+		{"UserInfo", "type = \"http\"\ndsn = \"http://u:p@api/\"", "backends.api.dsn", "u:p@api"},
+		{"Query", "type = \"http\"\ndsn = \"http://api/v1?key=1\"", "backends.api.dsn", "key=1"},
+		{"TLSOnHTTP", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\ntls_ca_file = \"ca.pem\"", "backends.api.dsn", "http://api/"},
+		{"NegativeLimit", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\nmax_response_bytes = -1", "backends.api.http.max_response_bytes", "-1"},
+		{"CertWithoutKey", "type = \"http\"\ndsn = \"https://api/\"\n[backends.api.http]\ntls_cert_file = \"c.pem\"", "backends.api.http.tls_key_file", ""},
+		{"KeyWithoutCert", "type = \"http\"\ndsn = \"https://api/\"\n[backends.api.http]\ntls_key_file = \"c.key\"", "backends.api.http.tls_cert_file", ""},
+		{"HopByHopHeader", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\nheaders = { connection = \"close\" }", "backends.api.http.headers.connection", "close"},
+		{"BadHeaderName", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\nheaders = { \"X Key\" = \"1\" }", "backends.api.http.headers.X Key", "X Key"},
+		{"HeaderCRLF", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\nheaders = { X-Key = \"1\\r\\nHost: evil\" }", "backends.api.http.headers.X-Key", "Host: evil"},
+		{"HTTPOnSQLite", "type = \"sqlite\"\ndsn = \"var/x.db\"\n[backends.api.http]\nmax_response_bytes = 10", "backends.api.http", "{...}"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, "[backends.api]\n"+tc.backend+"\n")
+			var ce *tether.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a ConfigError, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.field+" = ") || !strings.Contains(err.Error(), tc.value) {
+				t.Fatalf("error %q does not name %s = %s", err, tc.field, tc.value)
+			}
+		})
+	}
+	t.Run("OtherBackendsUnaffected", func(t *testing.T) {
+		// A SQL DSN is not a URL, and nothing http-specific is asked of it.
+		if _, err := parse(t, "[backends.api]\ntype = \"mysql\"\ndsn = \"u:p@tcp(127.0.0.1:3306)/app?parseTime=true\"\n"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
