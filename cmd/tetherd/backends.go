@@ -6,6 +6,7 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/bigtable"
 	"github.com/tether-php/tether/backend/cassandra"
+	httpup "github.com/tether-php/tether/backend/http"
 	"github.com/tether-php/tether/backend/mysql"
 	"github.com/tether-php/tether/backend/postgres"
 	"github.com/tether-php/tether/backend/sqlite"
@@ -19,6 +20,7 @@ var backendTypes = map[string]func(tether.BackendConfig) (tether.Backend, error)
 	"postgres":  func(c tether.BackendConfig) (tether.Backend, error) { return postgres.New(c) },
 	"bigtable":  func(c tether.BackendConfig) (tether.Backend, error) { return bigtable.New(c) },
 	"cassandra": func(c tether.BackendConfig) (tether.Backend, error) { return cassandra.New(c) },
+	"http":      func(c tether.BackendConfig) (tether.Backend, error) { return httpup.New(c) },
 }
 
 // newBackends constructs (without connecting) every configured backend.
