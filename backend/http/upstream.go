@@ -47,8 +47,8 @@ type Upstream struct {
 	open      atomic.Int64  // connections open
 	waits     atomic.Int64  // requests that found every slot taken
 
-	mu     sync.RWMutex // guards closed against calls.Add
-	closed bool
+	mu     sync.RWMutex // orders Close's closed.Store before calls.Wait against begin's calls.Add
+	closed atomic.Bool
 	calls  sync.WaitGroup
 }
 
@@ -114,9 +114,7 @@ func New(cfg tether.BackendConfig) (*Upstream, error) {
 // pool is filled only by requests, and tetherd sends none of its own). It
 // returns an error only after Close.
 func (u *Upstream) Open(ctx context.Context) error {
-	u.mu.RLock()
-	defer u.mu.RUnlock()
-	if u.closed {
+	if u.closed.Load() {
 		return fmt.Errorf("open %s: %w", u.where, tether.ErrClosed)
 	}
 	return nil
@@ -133,11 +131,12 @@ func (u *Upstream) Stats() tether.PoolStats {
 
 // Close implements tether.Backend: new calls get unavailable, the calls in
 // flight may finish until ctx is done, then the idle connections are closed.
-// Calls still running when ctx ends keep their connections until they end;
-// Close then returns an error saying how many there were. Safe to call twice.
+// Calls still running when ctx ends keep their connections until they end,
+// and close them then; Close returns an error saying how many there were.
+// Safe to call twice.
 func (u *Upstream) Close(ctx context.Context) error {
 	u.mu.Lock()
-	u.closed = true
+	u.closed.Store(true)
 	u.mu.Unlock()
 	done := make(chan struct{})
 	go func() { u.calls.Wait(); close(done) }()
@@ -183,7 +182,7 @@ func (u *Upstream) Call(ctx context.Context, r tether.HTTPRequest) (*tether.HTTP
 	if err := u.begin(); err != nil {
 		return nil, err
 	}
-	defer u.calls.Done()
+	defer u.end()
 	if err := u.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -217,12 +216,21 @@ func (u *Upstream) tooLarge(what string) error {
 func (u *Upstream) begin() error {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
-	if u.closed {
+	if u.closed.Load() {
 		return &tether.Error{Code: tether.CodeUnavailable, Retry: true, Err: fmt.Errorf("%w: %w", tether.ErrUnavailable, tether.ErrClosed),
 			Message: u.where + " is closed"}
 	}
 	u.calls.Add(1)
 	return nil
+}
+
+// end counts a call out. A call that outlived Close's deadline closes the
+// connection it returned to the pool, which nobody will use again.
+func (u *Upstream) end() {
+	u.calls.Done()
+	if u.closed.Load() {
+		u.transport.CloseIdleConnections()
+	}
 }
 
 // acquire takes one of max_conns slots, waiting at most acquire_timeout and

@@ -511,45 +511,67 @@ func TestUpstream_Unavailable(t *testing.T) {
 }
 
 func TestUpstream_Close(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		<-release
-		io.WriteString(w, "done")
-	})
-	u := open(t, srv.URL, nil)
-	result := make(chan error, 1)
-	go func() {
-		resp, err := call(t, u, tether.HTTPRequest{Path: "/"})
-		if err == nil && string(resp.Body) != "done" {
-			err = errors.New("body " + string(resp.Body))
-		}
-		result <- err
-	}()
-	<-entered
+	// start serves calls that wait for release, and starts one.
+	start := func(t *testing.T) (u *httpup.Upstream, result chan error, release chan struct{}) {
+		entered := make(chan struct{})
+		release = make(chan struct{})
+		srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			entered <- struct{}{}
+			<-release
+			io.WriteString(w, "done")
+		})
+		u = open(t, srv.URL, nil)
+		result = make(chan error, 1)
+		go func() {
+			resp, err := call(t, u, tether.HTTPRequest{Path: "/"})
+			if err == nil && string(resp.Body) != "done" {
+				err = errors.New("body " + string(resp.Body))
+			}
+			result <- err
+		}()
+		<-entered
+		return u, result, release
+	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := u.Close(ctx); err == nil || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Close with a call in flight past its deadline returned %v", err)
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- u.Close(context.Background()) }()
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned %v while a call was in flight", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	if err := <-result; err != nil {
-		t.Fatalf("the call in flight failed: %v", err)
-	}
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	if s := u.Stats(); s.Open != 0 {
-		t.Fatalf("after Close %+v, want no connection open", s)
-	}
+	t.Run("WaitsForCalls", func(t *testing.T) {
+		u, result, release := start(t)
+		closed := make(chan error, 1)
+		go func() { closed <- u.Close(context.Background()) }()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned %v while a call was in flight", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		_, err := call(t, u, tether.HTTPRequest{Path: "/"})
+		if te := wantCode(t, err, tether.CodeUnavailable); !te.Retry || !errors.Is(err, tether.ErrClosed) {
+			t.Errorf("a call after Close: want retryable ErrClosed: %v", te)
+		}
+		close(release)
+		if err := <-result; err != nil {
+			t.Fatalf("the call in flight failed: %v", err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if s := u.Stats(); s.Open != 0 {
+			t.Fatalf("after Close %+v, want no connection open", s)
+		}
+	})
+	t.Run("DeadlinePassed", func(t *testing.T) {
+		u, result, release := start(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if err := u.Close(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 calls") {
+			t.Fatalf("Close with a call in flight past its deadline returned %v", err)
+		}
+		close(release)
+		if err := <-result; err != nil {
+			t.Fatalf("the call in flight failed: %v", err)
+		}
+		if s := u.Stats(); s.Open != 0 {
+			t.Fatalf("a call that outlived Close left %+v, want its connection closed", s)
+		}
+	})
 }
 
 // TestUpstream_NoOpenProxy: a request can reach nothing but its upstream's
