@@ -304,7 +304,7 @@ func validateHTTP(f string, b BackendConfig, bad func(field string, value any, f
 		case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "":
 			bad(f+"dsn", strconv.Quote(b.DSN), "must be an http:// or https:// base URL with a host")
 		case u.User != nil:
-			bad(f+"dsn", strconv.Quote(b.DSN), "must not hold user info (set an Authorization header in [%shttp] headers)", f)
+			bad(f+"dsn", strconv.Quote(u.Redacted()), "must not hold user info (set an Authorization header in [%shttp] headers)", f)
 		case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 			bad(f+"dsn", strconv.Quote(b.DSN), "must not have a query or a fragment")
 		case u.Scheme == "http" && (h.TLSCAFile != "" || h.TLSCertFile != "" || h.TLSKeyFile != "" || h.TLSServerName != "" || h.TLSSkipVerify):

@@ -154,7 +154,7 @@ tls_server_name = "api.example"
 		{"NotAURL", "type = \"http\"\ndsn = \"127.0.0.1:8080\"", "backends.api.dsn", "127.0.0.1:8080"},
 		{"FTP", "type = \"http\"\ndsn = \"ftp://files.example/\"", "backends.api.dsn", "ftp://files.example/"},
 		{"NoHost", "type = \"http\"\ndsn = \"http:///v1\"", "backends.api.dsn", "http:///v1"},
-		{"UserInfo", "type = \"http\"\ndsn = \"http://u:p@api/\"", "backends.api.dsn", "u:p@api"},
+		{"UserInfo", "type = \"http\"\ndsn = \"http://u:secret@api/\"", "backends.api.dsn", "u:xxxxx@api"},
 		{"Query", "type = \"http\"\ndsn = \"http://api/v1?key=1\"", "backends.api.dsn", "key=1"},
 		{"TLSOnHTTP", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\ntls_ca_file = \"ca.pem\"", "backends.api.dsn", "http://api/"},
 		{"NegativeLimit", "type = \"http\"\ndsn = \"http://api/\"\n[backends.api.http]\nmax_response_bytes = -1", "backends.api.http.max_response_bytes", "-1"},

@@ -35,7 +35,7 @@ func parseBase(dsn string) (baseURL, error) {
 	case u.Host == "" || u.Opaque != "":
 		return baseURL{}, fmt.Errorf("dsn %q: no host", dsn)
 	case u.User != nil:
-		return baseURL{}, fmt.Errorf("dsn %q: user info is not allowed (set an Authorization header in [http] headers)", dsn)
+		return baseURL{}, fmt.Errorf("dsn %q: user info is not allowed (set an Authorization header in [http] headers)", u.Redacted())
 	case u.RawQuery != "" || u.ForceQuery:
 		return baseURL{}, fmt.Errorf("dsn %q: a query is not allowed", dsn)
 	case u.Fragment != "":

@@ -788,7 +788,7 @@ func TestNew(t *testing.T) {
 		"FTP":            {dsn: "ftp://h/", want: "http:// or https://"},
 		"Relative":       {dsn: "/v1", want: "http:// or https://"},
 		"NoHost":         {dsn: "http:///v1", want: "no host"},
-		"UserInfo":       {dsn: "http://u:p@h/", want: "user info"},
+		"UserInfo":       {dsn: "http://u:secret@h/", want: "user info"},
 		"Query":          {dsn: "http://h/v1?key=1", want: "query"},
 		"Fragment":       {dsn: "http://h/v1#x", want: "fragment"},
 		"DoubleSlash":    {dsn: "http://h//v1", want: "//"},
@@ -811,6 +811,9 @@ func TestNew(t *testing.T) {
 			_, err := httpup.New(cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error about %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("the error shows the password: %v", err)
 			}
 		})
 	}
