@@ -19,22 +19,25 @@ var (
 	ErrTLS      = errors.New("tls handshake failed")
 )
 
-// classify turns a failed round trip or body read into a *tether.Error. The
-// order matters: a passed deadline explains every failure that follows it.
+// classify turns a failed round trip (or, with inBody, a failed read of a
+// response body) into a *tether.Error. The order matters: a passed deadline
+// explains every failure that follows it.
 //
 //   - ctx done: timeout (the request may have been sent; not retryable).
-//   - dial refused, unreachable, DNS, dial timeout: unavailable, Retry true
-//     (no connection, so nothing was sent).
+//   - once the body is being read, anything else is backend_error: the
+//     connection broke mid-response.
 //   - TLS handshake failed (certificate not trusted, wrong name, the server
 //     refused the client certificate, not TLS at all, handshake timeout):
-//     unavailable, Retry true, with the TLS reason. The upstream never saw
-//     the request, so a retry is safe; it succeeds only once the
+//     unavailable, Retry true, with the TLS reason. The upstream never
+//     processed the request, so a retry is safe; it succeeds only once the
 //     certificates or the config are fixed.
+//   - dial refused, unreachable, DNS, dial timeout: unavailable, Retry true
+//     (no connection, so nothing was sent).
 //   - response headers over the transport's limit: too_large.
-//   - anything else (reset, EOF or garbage instead of a complete response):
+//   - anything else (reset, EOF or garbage instead of a response):
 //     backend_error, not retryable, because the upstream may have acted on
 //     the request.
-func (u *Upstream) classify(ctx context.Context, err error) error {
+func (u *Upstream) classify(ctx context.Context, err error, inBody bool) error {
 	if cerr := ctx.Err(); cerr != nil {
 		what := "deadline exceeded"
 		if errors.Is(cerr, context.Canceled) {
@@ -43,9 +46,13 @@ func (u *Upstream) classify(ctx context.Context, err error) error {
 		return &tether.Error{Code: tether.CodeTimeout, Err: err,
 			Message: fmt.Sprintf("%s: %s", u.where, what)}
 	}
+	if inBody {
+		return &tether.Error{Code: tether.CodeBackendError, Err: fmt.Errorf("%w: %w", ErrBroken, err),
+			Message: fmt.Sprintf("%s: the response broke off: %v", u.where, err)}
+	}
 	if isTLSError(err) {
 		return &tether.Error{Code: tether.CodeUnavailable, Retry: true, Err: fmt.Errorf("%w: %w: %w", tether.ErrUnavailable, ErrTLS, err),
-			Message: fmt.Sprintf("%s: tls: %v", u.where, err)}
+			Message: fmt.Sprintf("%s: TLS handshake: %v", u.where, err)}
 	}
 	var op *net.OpError
 	var dns *net.DNSError
@@ -61,7 +68,10 @@ func (u *Upstream) classify(ctx context.Context, err error) error {
 		Message: fmt.Sprintf("%s: no complete response: %v", u.where, err)}
 }
 
-// isTLSError reports whether err comes from the TLS handshake.
+// isTLSError reports whether err, from a round trip, comes from the TLS
+// handshake. (A TLS 1.3 client finishes its side of the handshake before the
+// server checks the client certificate, so the server's refusal arrives as
+// an alert where the response should be: the request was never processed.)
 func isTLSError(err error) bool {
 	var (
 		verify   *tls.CertificateVerificationError
@@ -78,8 +88,6 @@ func isTLSError(err error) bool {
 		errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
 		return true
 	case errors.As(err, &op) && op.Op == "remote error":
-		// An alert from the server, such as "certificate required": with
-		// TLS 1.3 it arrives after the client finished its handshake.
 		return true
 	case errors.As(err, &ne) && ne.Timeout() && strings.Contains(err.Error(), "TLS handshake timeout"):
 		return true

@@ -190,7 +190,7 @@ func (u *Upstream) Call(ctx context.Context, r tether.HTTPRequest) (*tether.HTTP
 
 	resp, err := u.transport.RoundTrip(req)
 	if err != nil {
-		return nil, u.classify(ctx, err)
+		return nil, u.classify(ctx, err, false)
 	}
 	if resp.Body != http.NoBody && resp.ContentLength > int64(u.maxBody) {
 		resp.Body.Close() // drops the connection: the body is not read
@@ -202,7 +202,7 @@ func (u *Upstream) Call(ctx context.Context, r tether.HTTPRequest) (*tether.HTTP
 		return nil, u.tooLarge("the body")
 	}
 	if err != nil {
-		return nil, u.classify(ctx, err)
+		return nil, u.classify(ctx, err, true)
 	}
 	return &tether.HTTPResponse{Status: resp.StatusCode, Header: lowerHeader(resp.Header), Body: body}, nil
 }
@@ -251,7 +251,7 @@ func (u *Upstream) acquire(ctx context.Context) error {
 		return &tether.Error{Code: tether.CodeBusy, Retry: true, Err: tether.ErrBusy,
 			Message: fmt.Sprintf("%s: %d calls in flight for %v (max_conns, acquire_timeout)", u.where, u.maxConns, u.acquireWait)}
 	case <-ctx.Done():
-		return u.classify(ctx, ctx.Err())
+		return u.classify(ctx, ctx.Err(), false)
 	}
 }
 
