@@ -8,8 +8,9 @@
 #  4. go test      go test -race -count=1 ./... against those databases (TETHER_TEST_{MYSQL,POSTGRES}_{DSN,ADDR};
 #                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping)
 #  5. build        go build -o bin/tetherd ./cmd/tetherd; etc/tetherd.toml must pass tetherd -check
-#  6. tetherd      start bin/tetherd on var/test/tetherd.toml (backends main=sqlite, maria=mysql, pg=postgres,
-#                  cass=cassandra, bt=bigtable on the in-process emulator)
+#  6. tetherd      start internal/testupstream (a real HTTP server) and bin/tetherd on var/test/tetherd.toml
+#                  (backends main=sqlite, maria=mysql, pg=postgres, cass=cassandra, bt=bigtable on the in-process
+#                  emulator, api=http to the test upstream, downapi=http to a closed port)
 #  7. phpunit      the PHP client's suites against it; any skipped, incomplete or risky test fails the run
 #  8. shutdown     SIGTERM tetherd; it must exit 0 within its shutdown grace
 #  9. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
@@ -34,6 +35,7 @@ TETHERD_GRACE=20 # seconds tetherd may take to exit on SIGTERM (shutdown_grace i
 STEP=setup
 T_START=$(now)
 TETHERD_PID=
+UPSTREAM_PID=
 
 step() {
 	STEP=$1
@@ -87,6 +89,7 @@ cleanup() {
 	set +e
 	trap - INT TERM
 	stop_tetherd
+	[[ -z "$UPSTREAM_PID" ]] || stop_pid "$UPSTREAM_PID" testupstream 5
 	stop_mariadb
 	stop_postgres
 	stop_cassandra
@@ -156,11 +159,19 @@ go test -race -count=1 ./...
 # --- 5 ---------------------------------------------------------------------------------------------------------
 step build
 go build -o bin/tetherd ./cmd/tetherd
+go build -o bin/testupstream ./internal/testupstream
 # The sample config must stay valid (every key, defaults): tetherd -check parses and validates without starting.
 bin/tetherd -check -config etc/tetherd.toml >/dev/null || die "etc/tetherd.toml does not pass tetherd -check"
 
 # --- 6 ---------------------------------------------------------------------------------------------------------
 step tetherd
+rm -f "$TEST_DIR/upstream.addr"
+bin/testupstream -listen 127.0.0.1:0 -addr-file "$TEST_DIR/upstream.addr" </dev/null >"$TEST_DIR/upstream.log" 2>&1 &
+UPSTREAM_PID=$!
+for _ in $(seq 100); do [[ -s "$TEST_DIR/upstream.addr" ]] && break; sleep 0.05; done
+[[ -s "$TEST_DIR/upstream.addr" ]] || { tail_file "$TEST_DIR/upstream.log"; die "testupstream did not start"; }
+UPSTREAM_ADDR=$(cat "$TEST_DIR/upstream.addr")
+log "testupstream: http://$UPSTREAM_ADDR (pid $UPSTREAM_PID)"
 SOCK=$TEST_DIR/tether.sock
 CONFIG=$TEST_DIR/tetherd.toml
 # Absolute paths, so the config means the same whatever tetherd's working directory.
@@ -198,6 +209,20 @@ dsn = "$CASSANDRA_DSN"
 [backends.bt]
 type = "bigtable"
 dsn = "bigtable://tether-test/php?emulator=inprocess&table=php_test:f,c"
+
+# A real HTTP server (internal/testupstream), and an upstream that refuses connections.
+[backends.api]
+type = "http"
+dsn = "http://$UPSTREAM_ADDR"
+max_conns = 4
+
+[backends.api.http]
+headers = { "x-tether-test" = "php" }
+max_response_bytes = 1048576
+
+[backends.downapi]
+type = "http"
+dsn = "http://127.0.0.1:1"
 TOML
 start_tetherd "$ROOT" "$SOCK" "$TEST_DIR/tetherd.log" -config "$CONFIG"
 echo "$TETHERD_PID" >"$TEST_DIR/tetherd.pid"
@@ -210,6 +235,7 @@ phpunit_rc=0
 TETHER_SOCKET=$SOCK \
 	TETHER_TEST_BACKENDS=main,maria,pg,cass,bt \
 	TETHER_TEST_BACKEND_TYPES=main=sqlite,maria=mysql,pg=postgres,cass=cassandra,bt=bigtable \
+	TETHER_TEST_HTTP_UPSTREAM=api TETHER_TEST_HTTP_DOWN=downapi \
 	phpunit -c clients/php/phpunit.xml.dist --do-not-cache-result --log-junit "$junit" \
 	--fail-on-skipped --fail-on-incomplete --fail-on-risky 2>&1 | tee "$phpunit_log" || phpunit_rc=$?
 # The flags above already make PHPUnit exit non-zero on these; the output is checked as well, so that a test that
