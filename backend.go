@@ -4,15 +4,15 @@ import (
 	"context"
 )
 
-// Backend is one configured data store behind tetherd, with its own pool of
-// warm connections or its own long-lived client. Every backend package
-// (backend/sqlite, backend/mysql, backend/postgres, backend/cassandra,
-// backend/bigtable) exports a type that implements it and the capability
-// interfaces that fit the store: Querier (SQL or CQL text), Transactor,
-// KeyValue (the key API every backend offers) and WideColumn (Bigtable's row
-// operations). A request for a capability a backend lacks gets an
-// unsupported error. Every implementation must pass the shared suites in
-// backend/backendtest.
+// Backend is one configured data store or service behind tetherd, with its
+// own pool of warm connections or its own long-lived client. Every backend
+// package (backend/sqlite, backend/mysql, backend/postgres,
+// backend/cassandra, backend/bigtable, backend/http) exports a type that
+// implements it and the capability interfaces that fit: Querier (SQL or CQL
+// text), Transactor, KeyValue (the key API every data store offers),
+// WideColumn (Bigtable's row operations) and Upstream (an HTTP service). A
+// request for a capability a backend lacks gets an unsupported error. Every
+// data store must pass the shared suites in backend/backendtest.
 //
 // Lifecycle:
 //  1. The constructor (New) checks its configuration and has no side effects.
