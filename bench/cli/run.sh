@@ -1,30 +1,39 @@
 #!/usr/bin/env bash
-# bench/cli/run.sh: the CLI benchmark. Tether round trips against mysqli, from the PHP CLI, in one run.
+# bench/cli/run.sh: the CLI benchmark. Tether round trips against mysqli, and seed E1's Cassandra reads through Tether
+# against a client that connects per read, from the PHP CLI, in one run.
 #
 #   bash bench/cli/run.sh [--quick] [--write] [-- bench.php options]
 #
 # It installs the Debian 12 packages it needs when any is missing (php8.2-cli, php8.2-mysql, php8.2-msgpack,
-# mariadb-server), starts a throwaway MariaDB in var/bench/mariadb (scripts/lib/databases.sh), loads bench_kv with
-# 10,000 rows, builds bin/tetherd and starts it with a pool of 4 connections to that MariaDB, and runs
-# bench/cli/bench.php, which measures per-call latency, tetherd's CPU per request (solo and with 4 PHP processes at
-# once) and the backend connections used. It prints the results as markdown on stdout (progress on stderr) and
-# stops tetherd and MariaDB (by PID) on exit, whatever happens.
+# mariadb-server, openjdk-17-jre-headless), starts a throwaway MariaDB in var/bench/mariadb (scripts/lib/databases.sh)
+# and loads bench_kv with 10,000 rows, starts a throwaway Cassandra in var/bench/cassandra (scripts/lib/cassandra.sh)
+# and loads seed E1's keyspace (bench/cli/load-cassandra.php), builds bin/tetherd and starts it with a pool of 4
+# connections to each, and runs bench/cli/bench.php, which measures per-call latency, tetherd's CPU per request (solo
+# and with 4 PHP processes at once) and the backend connections used, then bench/cli/cassandra.php (seed E1: Tether
+# against a pure-PHP CQL client connecting per read). It prints the results as markdown on stdout (progress on
+# stderr) and stops tetherd, Cassandra and MariaDB (by PID) on exit, whatever happens.
 #
-#   --quick / BENCH_QUICK=1   ~1000 calls per row: proves the command works (CI), numbers are not worth quoting
+#   --quick / BENCH_QUICK=1   ~1000 calls per row (10 connect-per-read Cassandra calls): proves the command works (CI),
+#                             numbers are not worth quoting
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- cli-bench:start --> and <!-- cli-bench:end -->
 #                             in docs/benchmarks.md (refused with --quick)
 #   after --, options for bench.php: --iterations N (20000), --warmup N (1000), --rounds N (5),
 #                             --newconn-iterations N (2000), --load-procs N (4), --load-pings N (50000 per process),
 #                             --load-reads N (20000 per process)
-#   BENCH_NO_CLIENT=1         measure raw frames only (what happens when the PHP client cannot be loaded)
+#   BENCH_NO_CLIENT=1         measure raw frames only (what happens when the PHP client cannot be loaded; the
+#                             Cassandra part needs the client and is then skipped)
+#   BENCH_CASSANDRA_PORT      first CQL port tried for Cassandra (19142; storage 17100, JMX 17190), the next free one if busy
 #
-# Files: var/bench/ (git-ignored) holds the MariaDB instance, tetherd's config, socket and log, and results.json.
+# Files: var/bench/ (git-ignored) holds the MariaDB and Cassandra instances, tetherd's config, socket and log, and
+# results.json (cassandra.json).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 # shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/databases.sh"
+# shellcheck source=scripts/lib/cassandra.sh source-path=SCRIPTDIR/../..
+source "$ROOT/scripts/lib/cassandra.sh"
 
 QUICK=${BENCH_QUICK:-0}
 WRITE=${BENCH_WRITE:-0}
@@ -56,7 +65,7 @@ T0=$(now)
 # ---------------------------------------------------------------------------------------------------------------
 # Packages
 
-PACKAGES=(php8.2-cli php8.2-mysql php8.2-msgpack mariadb-server)
+PACKAGES=(php8.2-cli php8.2-mysql php8.2-msgpack mariadb-server openjdk-17-jre-headless)
 apt_install_missing "bench" "${PACKAGES[@]}"
 command -v go >/dev/null || die "go is not installed"
 
@@ -65,8 +74,8 @@ command -v go >/dev/null || die "go is not installed"
 
 TETHERD_PID=
 BENCH_PHP_PID=
-# stop_servers stops bench.php (and its load workers), tetherd and MariaDB if this script started them; safe to call
-# twice.
+# stop_servers stops bench.php (and its load workers), tetherd, Cassandra and MariaDB if this script started them;
+# safe to call twice.
 stop_servers() {
 	if [[ -n "$BENCH_PHP_PID" ]]; then
 		local w
@@ -82,6 +91,7 @@ stop_servers() {
 		TETHERD_PID=
 		rm -f "$WORK/tetherd.pid"
 	fi
+	stop_cassandra
 	stop_mariadb
 	rm -rf "$WORK/tmp"
 }
@@ -106,6 +116,7 @@ if [[ -r "$WORK/tetherd.pid" ]]; then
 	rm -f "$WORK/tetherd.pid"
 fi
 clean_db_dir "$WORK/mariadb"
+clean_cassandra_dir "$WORK/cassandra"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Build, MariaDB, data, tetherd
@@ -139,6 +150,12 @@ rows=$("$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user="$TETHER_DB_USER
 	--batch --skip-column-names "$TETHER_DB_NAME" -e 'SELECT COUNT(*) FROM bench_kv')
 [[ "$rows" == 10000 ]] || die "bench_kv has $rows rows, want 10000"
 
+# Cassandra with seed E1's keyspace; a role for tetherd and one for the connect-per-read client (passwords = names).
+TETHER_CASSANDRA_PORT=${BENCH_CASSANDRA_PORT:-19142} TETHER_CASSANDRA_STORAGE_PORT=17100 TETHER_CASSANDRA_JMX_PORT=17190 \
+	start_cassandra "$WORK/cassandra"
+php bench/cli/load-cassandra.php "$CASSANDRA_HOST" "$CASSANDRA_USER" "$CASSANDRA_PASSWORD" "$TETHER_DB_USER" bench_cql ||
+	die "cannot load seed E1's data into Cassandra"
+
 rm -f "$WORK/tether.sock"
 cat >"$WORK/tetherd.toml" <<EOF
 # Written by bench/cli/run.sh for one benchmark run.
@@ -154,6 +171,11 @@ type = "mysql"
 dsn = "$MARIADB_DSN"
 max_conns = 4
 min_conns = 4
+
+[backends.cass]
+type = "cassandra"
+dsn = "cassandra://$TETHER_DB_USER:$TETHER_DB_USER@$CASSANDRA_HOST/test"
+max_conns = 4
 EOF
 log "bench: starting tetherd"
 bin/tetherd -config "$WORK/tetherd.toml" </dev/null >"$WORK/tetherd.log" 2>&1 &
@@ -206,6 +228,21 @@ wait "$BENCH_PHP_PID" || bench_rc=$?
 BENCH_PHP_PID=
 ((bench_rc == 0)) || die "bench/cli/bench.php failed (exit $bench_rc)"
 pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; die "tetherd died during the benchmark"; }
+
+if [[ "${BENCH_NO_CLIENT:-}" == 1 ]]; then
+	warn "BENCH_NO_CLIENT=1: skipping the Cassandra part (bench/cli/cassandra.php needs the PHP client)"
+else
+	log "bench: running bench/cli/cassandra.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
+	BENCH_CASSANDRA_HOST=$CASSANDRA_HOST BENCH_CASSANDRA_ROLE=bench_cql BENCH_CASSANDRA_BACKEND=cass \
+		BENCH_CASSANDRA_VERSION=$TETHER_CASSANDRA_VERSION CASSANDRA_PID=$CASSANDRA_PID \
+		php bench/cli/cassandra.php "${quick_args[@]}" --json "$WORK/cassandra.json" >>"$WORK/results.md" &
+	BENCH_PHP_PID=$!
+	bench_rc=0
+	wait "$BENCH_PHP_PID" || bench_rc=$?
+	BENCH_PHP_PID=
+	((bench_rc == 0)) || die "bench/cli/cassandra.php failed (exit $bench_rc)"
+	pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; die "tetherd died during the Cassandra benchmark"; }
+fi
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 if [[ -s "$WORK/tetherd.log" ]]; then
 	warn "tetherd logged warnings or errors during the run:"
@@ -216,7 +253,7 @@ fi
 	echo "### CLI round trips (bench/cli)"
 	echo
 	echo "Run on $bench_date with \`$cmd\`$([[ "$QUICK" == 1 ]] && echo ' (QUICK MODE: too few calls to quote)')."
-	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI), MariaDB $maria_version, $go_version."
+	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI), MariaDB $maria_version, Cassandra $TETHER_CASSANDRA_VERSION, $go_version."
 	echo "Load average (1 min) before the run: $load_before, after: $load_after (the benchmark itself raises it; a high value"
 	echo "before means other work shared the CPUs)."
 	echo
