@@ -1,25 +1,39 @@
-// Command goservice is the remedy of seed experiment E2, kept as a reference for the web benchmark
-// (bench/web): a minimal HTTP+JSON service in idiomatic Go that holds a pool of MariaDB connections, which a PHP
-// page calls instead of connecting to the database itself.
+// Command goservice is the remedy of seed experiments E1 and E2, kept as a reference for the web benchmark
+// (bench/web): a minimal HTTP+JSON service in idiomatic Go that holds warm connections to MariaDB, Cassandra and
+// Bigtable, which a PHP page calls instead of talking to the database itself.
 //
-// It is written the way such a sidecar usually is, and is not tuned: net/http, database/sql with
-// go-sql-driver/mysql, one prepared statement, encoding/json.
+// It is written the way such a sidecar usually is, and is not tuned: net/http, encoding/json, and each database's
+// usual Go client with its defaults (database/sql with go-sql-driver/mysql and one prepared statement; the Apache
+// Cassandra Go driver; cloud.google.com/go/bigtable).
 //
-//	goservice -listen 127.0.0.1:18089 -dsn 'user:pass@unix(/path/mysqld.sock)/db' -pool 4
+//	goservice -listen 127.0.0.1:18089 -pool 4 \
+//	    -dsn 'user:pass@unix(/path/mysqld.sock)/db' \
+//	    -cassandra 127.0.0.1:19042 -cassandra-user u -cassandra-password p -cassandra-keyspace test \
+//	    -bigtable project/instance/table           # with BIGTABLE_EMULATOR_HOST=host:port for an emulator
 //
-// Endpoints (GET):
+// Each backend is optional; its endpoints exist only when it is configured. Endpoints (GET):
 //
-//	/ping          {"ok":true}
-//	/point?id=N    the row of bench_kv with primary key N: {"id":N,"name":"...","score":N,"created":"YYYY-MM-DD hh:mm:ss"};
-//	               404 {"error":"not found"} when there is none, 400 when id is not an integer
+//	/ping                    {"ok":true}
+//	/point?id=N              MariaDB: the row of bench_kv with primary key N:
+//	                         {"id":N,"name":"...","score":N,"created":"YYYY-MM-DD hh:mm:ss"}
+//	/cass/row?key=K          Cassandra: every column of row K of c1 (seed E1's get('a')), in column order:
+//	                         {"key":"K","columns":[{"name":"col01","value":"<base64>"},...]}
+//	/cass/super?key=K&super=S  Cassandra: the columns of super column S of row K of s1 (get_super_column('a','b1')),
+//	                         in the same shape, with "super_column":"S"
+//	/bt/row?key=K            Bigtable: the latest cell of each column of row K:
+//	                         {"key":"K","columns":{"family:qualifier":"<base64>",...}}
 //
-// It connects its whole pool before it listens, and prints "ready" on stdout once it does; SIGTERM or SIGINT
-// stops it (in-flight requests get 5 s).
+// Values that are bytes in the database (Cassandra blobs, Bigtable cells) are base64 in JSON, as encoding/json
+// writes []byte. A row that does not exist is 404 {"error":"not found"} (a Cassandra row or super column with no
+// columns too); a missing parameter is 400. Every answer from a database carries a Server-Timing header with the
+// time of the database call ("db;dur=0.123", in ms), so that a caller can tell it from the rest of the round trip.
+//
+// It connects to every configured backend before it listens, and prints "ready" on stdout once it does; SIGTERM
+// or SIGINT stops it (in-flight requests get 5 s).
 package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,87 +44,79 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
-
-	_ "github.com/go-sql-driver/mysql"
 )
 
-// sqlPoint is the same statement the PHP pages of bench/web run.
-const sqlPoint = "SELECT id, name, score, created FROM bench_kv WHERE id = ?"
+// errNotFound is what a handler's read returns for a row that does not exist (404).
+var errNotFound = errors.New("not found")
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:18089", "TCP address to serve HTTP on")
-	dsn := flag.String("dsn", "", "go-sql-driver/mysql DSN of the database holding bench_kv (required)")
-	pool := flag.Int("pool", 4, "database connections held open (max open = max idle)")
+	var c config
+	flag.StringVar(&c.listen, "listen", "127.0.0.1:18089", "TCP address to serve HTTP on")
+	flag.IntVar(&c.pool, "pool", 4, "connections held open per backend (database/sql: max open = max idle; Cassandra: per node)")
+	flag.StringVar(&c.mysqlDSN, "dsn", "", "go-sql-driver/mysql DSN of the MariaDB holding bench_kv")
+	flag.StringVar(&c.cassHost, "cassandra", "", "host:port of a Cassandra node")
+	flag.StringVar(&c.cassUser, "cassandra-user", "", "Cassandra user (PasswordAuthenticator)")
+	flag.StringVar(&c.cassPassword, "cassandra-password", "", "Cassandra password")
+	flag.StringVar(&c.cassKeyspace, "cassandra-keyspace", "test", "keyspace holding c1 and s1")
+	flag.StringVar(&c.bigtable, "bigtable", "", "PROJECT/INSTANCE/TABLE of Bigtable (BIGTABLE_EMULATOR_HOST selects an emulator)")
 	flag.Parse()
-	if *dsn == "" {
-		log.Fatal("goservice: -dsn is required")
+	if c.mysqlDSN == "" && c.cassHost == "" && c.bigtable == "" {
+		log.Fatal("goservice: configure at least one backend: -dsn, -cassandra or -bigtable")
 	}
-	if err := run(*listen, *dsn, *pool); err != nil {
+	if err := run(c); err != nil {
 		log.Fatalf("goservice: %v", err)
 	}
 }
 
-// run opens the pool, serves until SIGTERM or SIGINT and drains.
-func run(listen, dsn string, pool int) error {
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return fmt.Errorf("open mysql: %w", err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(pool)
-	db.SetMaxIdleConns(pool)
-	db.SetConnMaxIdleTime(0)
-	ctx := context.Background()
-	// Open the whole pool now, so that connection counts and the first requests are steady from the start.
-	conns := make([]*sql.Conn, 0, pool)
-	for range pool {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			return fmt.Errorf("connect mysql: %w", err)
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	stmt, err := db.PrepareContext(ctx, sqlPoint)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer stmt.Close()
+type config struct {
+	listen, mysqlDSN                               string
+	pool                                           int
+	cassHost, cassUser, cassPassword, cassKeyspace string
+	bigtable                                       string
+}
 
+// run opens the configured backends, serves until SIGTERM or SIGINT and drains.
+func run(c config) error {
+	ctx := context.Background()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
-	mux.HandleFunc("GET /point", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.Atoi(r.URL.Query().Get("id"))
+	if c.mysqlDSN != "" {
+		m, err := openMariaDB(ctx, c.mysqlDSN, c.pool)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "id: want an integer"})
-			return
+			return err
 		}
-		var row struct {
-			ID      int    `json:"id"`
-			Name    string `json:"name"`
-			Score   int    `json:"score"`
-			Created string `json:"created"`
+		defer m.Close()
+		m.register(mux)
+	}
+	if c.cassHost != "" {
+		cs, err := openCassandra(c.cassHost, c.cassUser, c.cassPassword, c.cassKeyspace, c.pool)
+		if err != nil {
+			return err
 		}
-		err = stmt.QueryRowContext(r.Context(), id).Scan(&row.ID, &row.Name, &row.Score, &row.Created)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
-		case err != nil:
-			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		default:
-			writeJSON(w, http.StatusOK, row)
+		defer cs.Close()
+		cs.register(mux)
+	}
+	if c.bigtable != "" {
+		parts := strings.Split(c.bigtable, "/")
+		if len(parts) != 3 {
+			return fmt.Errorf("-bigtable %q: want PROJECT/INSTANCE/TABLE", c.bigtable)
 		}
-	})
+		bt, err := openBigtable(ctx, parts[0], parts[1], parts[2])
+		if err != nil {
+			return err
+		}
+		defer bt.Close()
+		bt.register(mux)
+	}
 
-	ln, err := net.Listen("tcp", listen)
+	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", listen, err)
+		return fmt.Errorf("listen %s: %w", c.listen, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -130,6 +136,27 @@ func run(listen, dsn string, pool int) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// serveRead times read, the database call of a request, and answers its result as JSON with a Server-Timing
+// header: 404 for errNotFound, 500 for any other error.
+func serveRead(w http.ResponseWriter, read func() (any, error)) {
+	t := time.Now()
+	v, err := read()
+	w.Header().Set("Server-Timing", "db;dur="+strconv.FormatFloat(float64(time.Since(t).Microseconds())/1000, 'f', 3, 64))
+	switch {
+	case errors.Is(err, errNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// badRequest answers 400 with a message.
+func badRequest(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg})
 }
 
 // writeJSON writes v as the JSON body of a response with the given status.
