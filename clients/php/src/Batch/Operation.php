@@ -9,17 +9,18 @@ use Tether\Exception\LogicException;
 use Tether\Protocol\Request;
 
 /**
- * Operation is one element of Client::batch(): a query, an exec, a ping, a key-API operation (get, multiGet, scan,
- * put, delete) or a Bigtable one (readRows, mutateRow, increment, checkAndMutate), each on its own backend and with
- * its own optional deadline. Each factory takes the arguments of the Client method of the same name, and the
- * operation's batch result is what that method returns (true for the methods that return nothing). Transactions
- * cannot be part of a batch. Operations are immutable and can be reused.
+ * Operation is one element of Client::batch() or Client::sendBatch(): a query, an exec, a ping, a key-API operation
+ * (get, multiGet, scan, put, delete), a Bigtable one (readRows, mutateRow, increment, checkAndMutate), a call to an
+ * HTTP upstream (http) or a lookup join (join), each on its own backend and with its own optional deadline. Each
+ * factory takes the arguments of the Client method of the same name, and the operation's batch result is what that
+ * method returns (true for the methods that return nothing). Transactions cannot be part of a batch. Operations are
+ * immutable and can be reused; a query, scan, get, multiGet or readRows operation is also the left side of a join.
  */
 final class Operation
 {
     /**
      * @param string $op the protocol op: query, exec, ping, get, multi_get, scan, put, delete, read_rows,
-     *                   mutate_row, increment or check_and_mutate
+     *                   mutate_row, increment, check_and_mutate, http or join
      * @param array<string, mixed> $request the request map without `id`, as it goes into the batch's `ops`
      */
     private function __construct(
@@ -36,6 +37,17 @@ final class Operation
     public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
         return self::withoutId('query', Request::query($sql, $params, $backend, null, $timeoutMs));
+    }
+
+    /**
+     * queryColumns runs a statement that returns rows, answered in column-oriented form; its batch result is a
+     * ColumnarResult (Client::queryColumns()).
+     *
+     * @param array<mixed> $params positional parameters
+     */
+    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('query', Request::query($sql, $params, $backend, null, $timeoutMs, true));
     }
 
     /**
@@ -91,6 +103,20 @@ final class Operation
     }
 
     /**
+     * scanColumns is scan() answered in column-oriented form (Client::scanColumns()); its batch result is a
+     * ColumnarResult.
+     *
+     * @param array<mixed> $prefix
+     * @param array<mixed>|null $start
+     * @param array<mixed>|null $end
+     * @param array<string> $columns
+     */
+    public static function scanColumns(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs, true));
+    }
+
+    /**
      * put upserts a row (Client::put()); its batch result is true.
      *
      * @param array<string, mixed> $row
@@ -129,6 +155,20 @@ final class Operation
     }
 
     /**
+     * readRowsColumns is readRows() answered in column-oriented form (Client::readRowsColumns()); its batch result
+     * is a ColumnarResult.
+     *
+     * @param array{keys?: array<string>, prefix?: string|null, start?: string|null, end?: string|null,
+     *              limit?: int, cursor?: string|null, families?: array<string>, columns?: array<string>,
+     *              latest?: bool} $options
+     * @throws LogicException an unknown option or a value of the wrong type
+     */
+    public static function readRowsColumns(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('read_rows', Request::readRows($table, $options, $backend, $timeoutMs, true));
+    }
+
+    /**
      * mutateRow applies mutations to one Bigtable row atomically (Client::mutateRow()); its batch result is true.
      *
      * @param array<Mutation> $mutations
@@ -156,6 +196,49 @@ final class Operation
     public static function checkAndMutate(string $table, string $key, string $family, ?string $qualifier, ?string $value, array $ifTrue, array $ifFalse = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
         return self::withoutId('check_and_mutate', Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend, $timeoutMs));
+    }
+
+    /**
+     * http sends one request to a configured HTTP upstream (Client::http()); its batch result is an HttpResponse,
+     * whatever the status.
+     *
+     * @param array<string, string|int> $headers
+     * @throws LogicException a header value that is not a string or an int
+     */
+    public static function http(string $upstream, string $method, string $path, array $headers = [], ?string $body = null, ?int $timeoutMs = null): self
+    {
+        return self::withoutId('http', Request::http($upstream, $method, $path, $headers, $body, $timeoutMs));
+    }
+
+    /**
+     * join is a lookup join run by tetherd (Client::join()); its batch result is a ColumnarResult. $left is the
+     * query, scan, get, multiGet or readRows operation that produces the rows.
+     *
+     * @param list<string> $on
+     * @param list<string> $rightColumns
+     * @param list<string> $orderBy
+     * @throws LogicException another kind of left operation, a kind other than left or inner, an empty $on
+     */
+    public static function join(self $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): self
+    {
+        return self::withoutId('join', Request::join($left->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs));
+    }
+
+    /**
+     * with returns an operation of the same op with request map $request.
+     *
+     * @internal for Client, which fills in its default backend
+     * @param array<string, mixed> $request
+     */
+    public function with(array $request): self
+    {
+        return new self($this->op, $request);
+    }
+
+    /** isColumnar tells whether the operation's result is column-oriented (a join, or a *Columns read). */
+    public function isColumnar(): bool
+    {
+        return $this->op === 'join' || ($this->request['columnar'] ?? false) === true;
     }
 
     /** @param array<string, mixed> $request */

@@ -4,7 +4,9 @@ declare(strict_types=1);
 
 namespace Tether\Protocol;
 
+use Tether\ColumnarResult;
 use Tether\ExecResult;
+use Tether\HttpResponse;
 use Tether\ScanResult;
 
 /**
@@ -87,6 +89,54 @@ final class Reply
         $rows = self::rows($reply);
 
         return $rows === null ? null : new ScanResult($rows, $cursor);
+    }
+
+    /**
+     * columns turns a column-oriented reply {columns, count, data, cursor?} (every join; query, scan and read_rows
+     * with columnar) into a ColumnarResult, without touching the values: the checks are one per column.
+     *
+     * @param array<mixed> $reply
+     */
+    public static function columns(array $reply): ?ColumnarResult
+    {
+        $columns = $reply['columns'] ?? null;
+        $count = $reply['count'] ?? null;
+        $data = $reply['data'] ?? null;
+        $cursor = $reply['cursor'] ?? null;
+        if (!\is_array($columns) || !\is_int($count) || $count < 0 || !\is_array($data) || ($cursor !== null && !\is_string($cursor))
+            || \count($data) !== \count($columns) || !\array_is_list($columns) || !\array_is_list($data)) {
+            return null;
+        }
+        foreach ($data as $i => $values) {
+            // array_is_list is O(1) on the packed arrays ext-msgpack decodes
+            if (!\is_array($values) || \count($values) !== $count || !\array_is_list($values) || !\is_string($columns[$i])) {
+                return null;
+            }
+        }
+
+        return new ColumnarResult($columns, $count, $data, $cursor);
+    }
+
+    /**
+     * http turns an `http` reply {status, headers: {name: [value...]}, body} into an HttpResponse.
+     *
+     * @param array<mixed> $reply
+     */
+    public static function http(array $reply): ?HttpResponse
+    {
+        $status = $reply['status'] ?? null;
+        $headers = $reply['headers'] ?? [];
+        $body = $reply['body'] ?? '';
+        if (!\is_int($status) || !\is_array($headers) || !\is_string($body)) {
+            return null;
+        }
+        foreach ($headers as $values) {
+            if (!\is_array($values) || !\array_is_list($values)) {
+                return null;
+            }
+        }
+
+        return new HttpResponse($status, $headers, $body);
     }
 
     /**

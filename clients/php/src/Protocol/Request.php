@@ -9,11 +9,11 @@ use Tether\Exception\LogicException;
 
 /**
  * Request builds the request maps of docs/protocol.md. Each map starts with an `id` of 0, a placeholder that
- * StreamConnection::request() overwrites, so that keys stay in the spec's order (id, op, backend, sql, params, tx,
- * timeout_ms, ops, token, table, key, keys, columns, prefix, start, end, limit, cursor, row, families, latest,
- * mutations, if_true, if_false, family, qualifier, value, delta) without copying the map. Absent fields are
- * omitted; params and keys are sent as lists. The maps are byte for byte what tetherd's own encoder writes
- * (testdata/vectors).
+ * StreamConnection overwrites, so that keys stay in the spec's order (id, op, backend, sql, params, tx, timeout_ms,
+ * ops, token, table, key, keys, columns, prefix, start, end, limit, cursor, row, families, latest, mutations,
+ * if_true, if_false, family, qualifier, value, delta, columnar, method, path, headers, body, left, right, on, kind,
+ * order_by) without copying the map. Absent fields are omitted; params and keys are sent as lists. The maps are
+ * byte for byte what tetherd's own encoder writes (testdata/vectors).
  *
  * @internal the wire layer; use Tether\Client
  */
@@ -21,6 +21,12 @@ final class Request
 {
     /** READ_ROWS_OPTIONS are the options readRows() takes. */
     public const READ_ROWS_OPTIONS = ['keys', 'prefix', 'start', 'end', 'limit', 'cursor', 'families', 'columns', 'latest'];
+
+    /** JOIN_LEFT_OPS are the ops whose rows a join can take as its left side. */
+    public const JOIN_LEFT_OPS = ['query', 'scan', 'get', 'multi_get', 'read_rows'];
+
+    /** JOIN_KINDS are the kinds of join: left keeps every left row, inner only those that matched. */
+    public const JOIN_KINDS = ['left', 'inner'];
 
     /** @return array{id: int, op: string, timeout_ms?: int} */
     public static function ping(?int $timeoutMs = null): array
@@ -42,11 +48,17 @@ final class Request
      * query builds a `query` request (a statement that returns rows).
      *
      * @param array<mixed> $params positional parameters; keys are ignored
+     * @param bool $columnar ask for the reply in column-oriented form
      * @return array<string, mixed>
      */
-    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null): array
+    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false): array
     {
-        return self::statement('query', $sql, $params, $backend, $tx, $timeoutMs);
+        $request = self::statement('query', $sql, $params, $backend, $tx, $timeoutMs);
+        if ($columnar) {
+            $request['columnar'] = true;
+        }
+
+        return $request;
     }
 
     /**
@@ -168,9 +180,10 @@ final class Request
      * @param int $limit most rows; 0 for the server's default
      * @param string|null $cursor the cursor of the previous page
      * @param array<string> $columns
+     * @param bool $columnar ask for the reply in column-oriented form
      * @return array<string, mixed>
      */
-    public static function scan(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): array
+    public static function scan(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null, bool $columnar = false): array
     {
         $request = self::table('scan', $table, $backend, $timeoutMs);
         if ($columns !== []) {
@@ -190,6 +203,9 @@ final class Request
         }
         if ($cursor !== null) {
             $request['cursor'] = $cursor;
+        }
+        if ($columnar) {
+            $request['columnar'] = true;
         }
 
         return $request;
@@ -231,10 +247,11 @@ final class Request
      * @param array{keys?: array<string>, prefix?: string|null, start?: string|null, end?: string|null,
      *              limit?: int, cursor?: string|null, families?: array<string>, columns?: array<string>,
      *              latest?: bool} $options
+     * @param bool $columnar ask for the reply in column-oriented form
      * @return array<string, mixed>
      * @throws LogicException an unknown option, or a value of the wrong type
      */
-    public static function readRows(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): array
+    public static function readRows(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null, bool $columnar = false): array
     {
         $unknown = \array_diff_key($options, \array_flip(self::READ_ROWS_OPTIONS));
         if ($unknown !== []) {
@@ -286,6 +303,9 @@ final class Request
         }
         if ($latest) {
             $request['latest'] = true;
+        }
+        if ($columnar) {
+            $request['columnar'] = true;
         }
 
         return $request;
@@ -357,6 +377,99 @@ final class Request
         return $request;
     }
 
+    /**
+     * http builds an `http` request: $method $path to the configured HTTP upstream $upstream. Headers are sent
+     * sorted by name, as tetherd's encoder writes them, so that equal requests are equal bytes.
+     *
+     * @param string $upstream the name of a backend of type http
+     * @param string $path path and query below the upstream's base URL, starting with `/`
+     * @param array<string, string|int> $headers name => value; an int value is sent as its digits
+     * @param string|null $body the request body's bytes; null for none
+     * @return array<string, mixed>
+     * @throws LogicException a header value that is not a string or an int
+     */
+    public static function http(string $upstream, string $method, string $path, array $headers = [], ?string $body = null, ?int $timeoutMs = null): array
+    {
+        $request = ['id' => 0, 'op' => 'http', 'backend' => $upstream];
+        if ($timeoutMs !== null) {
+            $request['timeout_ms'] = $timeoutMs;
+        }
+        if ($method !== '') {
+            $request['method'] = $method;
+        }
+        $request['path'] = $path;
+        if ($headers !== []) {
+            foreach ($headers as $name => $value) {
+                if (\is_int($value)) {
+                    $headers[$name] = (string) $value;
+                } elseif (!\is_string($value)) {
+                    throw new LogicException(\sprintf('http: header %s: want a string value, got %s', $name, \get_debug_type($value)));
+                }
+            }
+            \ksort($headers, \SORT_STRING);
+            $request['headers'] = $headers;
+        }
+        if ($body !== null) {
+            $request['body'] = $body;
+        }
+
+        return $request;
+    }
+
+    /**
+     * join builds a `join` request: run $left, take the values of its $on columns from each row, look them up as
+     * keys (distinct, batched) in $rightTable, and join the rows.
+     *
+     * The right side goes on the wire as {op: "", backend?, table, columns?}: tetherd's own encoder writes the
+     * empty op (golden vector join_request), and reads it as no op.
+     *
+     * @param array<string, mixed> $left a request map without `id` (Tether\Batch\Operation::$request) of op query,
+     *                                   scan, get, multi_get or read_rows
+     * @param list<string> $on the left columns whose values, in the right table's key order, form its key
+     * @param list<string> $rightColumns the right columns to add; empty for all
+     * @param string|null $rightBackend the right table's backend; null for the left's (as sent in $left)
+     * @param string $kind `left` (every left row; right columns null where nothing matched) or `inner`
+     * @param list<string> $orderBy output columns to sort by; `-name` descending
+     * @return array<string, mixed>
+     * @throws LogicException another left op, an unknown kind, no $on column, a name that is not a string
+     */
+    public static function join(array $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): array
+    {
+        $op = $left['op'] ?? null;
+        if (!\in_array($op, self::JOIN_LEFT_OPS, true)) {
+            throw new LogicException(\sprintf('join: the left side must be a query, scan, get, multiGet or readRows operation, got %s', \is_string($op) ? $op : \get_debug_type($op)));
+        }
+        if (!\in_array($kind, self::JOIN_KINDS, true)) {
+            throw new LogicException(\sprintf('join: kind must be left or inner, got %s', \var_export($kind, true)));
+        }
+        if ($on === []) {
+            throw new LogicException('join: want at least one column in $on');
+        }
+        unset($left['id'], $left['columnar']); // a join's reply is column-oriented anyway
+        $request = ['id' => 0, 'op' => 'join'];
+        if ($timeoutMs !== null) {
+            $request['timeout_ms'] = $timeoutMs;
+        }
+        $request['left'] = $left;
+        $right = ['op' => ''];
+        $rightBackend ??= $left['backend'] ?? null;
+        if ($rightBackend !== null) {
+            $right['backend'] = $rightBackend;
+        }
+        $right['table'] = $rightTable;
+        if ($rightColumns !== []) {
+            $right['columns'] = self::names('join: $rightColumns', $rightColumns);
+        }
+        $request['right'] = $right;
+        $request['on'] = self::names('join: $on', $on);
+        $request['kind'] = $kind;
+        if ($orderBy !== []) {
+            $request['order_by'] = self::names('join: $orderBy', $orderBy);
+        }
+
+        return $request;
+    }
+
     /** @return array<string, mixed> the head of a request on a table: id, op, backend?, timeout_ms?, table */
     private static function table(string $op, string $table, ?string $backend, ?int $timeoutMs): array
     {
@@ -381,6 +494,23 @@ final class Request
         foreach ($values as $value) {
             if (!\is_string($value)) {
                 throw new LogicException(\sprintf('readRows: option %s: want a list of strings, got a %s in it', $option, \get_debug_type($value)));
+            }
+        }
+
+        return \array_values($values);
+    }
+
+    /**
+     * names checks that $values are column names (strings) and returns them as a list.
+     *
+     * @param array<mixed> $values
+     * @return list<string>
+     */
+    private static function names(string $argument, array $values): array
+    {
+        foreach ($values as $value) {
+            if (!\is_string($value)) {
+                throw new LogicException(\sprintf('%s: want a list of column names, got a %s in it', $argument, \get_debug_type($value)));
             }
         }
 

@@ -114,17 +114,16 @@ final class VectorsTest extends TestCase
             'hello' => Request::hello((string) ($v['token'] ?? '')),
             'query' => isset($v['limit'])
                 ? Request::queryPage($v['sql'] ?? '', $v['params'] ?? [], $v['limit'], $v['cursor'] ?? null, $v['backend'] ?? null, $v['timeout_ms'] ?? null)
-                : Request::query($v['sql'] ?? '', $v['params'] ?? [], $v['backend'] ?? null, $v['tx'] ?? null, $v['timeout_ms'] ?? null),
+                : Request::query($v['sql'] ?? '', $v['params'] ?? [], $v['backend'] ?? null, $v['tx'] ?? null, $v['timeout_ms'] ?? null, $v['columnar'] ?? false),
             'exec' => Request::exec($v['sql'] ?? '', $v['params'] ?? [], $v['backend'] ?? null, $v['tx'] ?? null, $v['timeout_ms'] ?? null),
             'begin' => Request::begin($v['backend'] ?? null, $v['timeout_ms'] ?? null),
             'commit' => Request::commit($v['tx'] ?? 0, $v['timeout_ms'] ?? null),
             'rollback' => Request::rollback($v['tx'] ?? 0, $v['timeout_ms'] ?? null),
-            'batch' => Request::batch(array_map(static fn (array $op): array => (match ($op['op'] ?? null) {
-                'query' => Operation::query($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null),
-                'exec' => Operation::execute($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null),
-                'ping' => Operation::ping($op['timeout_ms'] ?? null),
-                default => self::keyOperation(Operation::class, $op) ?? Operation::ping(),
-            })->request, $v['ops'] ?? []), $v['timeout_ms'] ?? null),
+            'batch' => Request::batch(array_map(static fn (array $op): array => self::operation($op)->request, $v['ops'] ?? []), $v['timeout_ms'] ?? null),
+            'http' => Request::http($v['backend'] ?? '', $v['method'] ?? '', $v['path'] ?? '', $v['headers'] ?? [], $v['body'] ?? null, $v['timeout_ms'] ?? null),
+            // The left side as a caller builds it: an Operation; the right side from its own fields.
+            'join' => Request::join(self::operation($v['left'] ?? [])->request, $v['right']['table'] ?? '', $v['on'] ?? [], $v['right']['columns'] ?? [],
+                $v['right']['backend'] ?? null, $v['kind'] ?? 'left', $v['order_by'] ?? [], $v['timeout_ms'] ?? null),
             default => self::keyOperation(Request::class, $v),
         };
         if ($request !== null && array_key_exists('id', $v)) {
@@ -132,6 +131,28 @@ final class VectorsTest extends TestCase
         }
 
         return $request;
+    }
+
+    /**
+     * operation rebuilds a batch operation (or a join's left side) with Operation's factories.
+     *
+     * @param array<string, mixed> $op
+     */
+    private static function operation(array $op): Operation
+    {
+        $columnar = $op['columnar'] ?? false;
+
+        return match ($op['op'] ?? null) {
+            'query' => $columnar
+                ? Operation::queryColumns($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null)
+                : Operation::query($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null),
+            'exec' => Operation::execute($op['sql'] ?? '', $op['params'] ?? [], $op['backend'] ?? null, $op['timeout_ms'] ?? null),
+            'ping' => Operation::ping($op['timeout_ms'] ?? null),
+            'http' => Operation::http($op['backend'] ?? '', $op['method'] ?? '', $op['path'] ?? '', $op['headers'] ?? [], $op['body'] ?? null, $op['timeout_ms'] ?? null),
+            'join' => Operation::join(self::operation($op['left'] ?? []), $op['right']['table'] ?? '', $op['on'] ?? [], $op['right']['columns'] ?? [],
+                $op['right']['backend'] ?? null, $op['kind'] ?? 'left', $op['order_by'] ?? [], $op['timeout_ms'] ?? null),
+            default => self::keyOperation(Operation::class, $op) ?? Operation::ping(),
+        };
     }
 
     /**
@@ -154,13 +175,14 @@ final class VectorsTest extends TestCase
         }, $maps);
         $common = ['backend' => $v['backend'] ?? null, 'timeoutMs' => $v['timeout_ms'] ?? null];
         $table = $v['table'] ?? '';
+        $columnar = ($v['columnar'] ?? false) === true;
         [$method, $args] = match ($v['op'] ?? null) {
             'get' => ['get', [$table, $key($v['key']), $v['columns'] ?? []]],
             'multi_get' => ['multiGet', [$table, array_map($key, $v['keys']), $v['columns'] ?? []]],
-            'scan' => ['scan', [$table, $v['prefix'] ?? [], $v['start'] ?? null, $v['end'] ?? null, $v['limit'] ?? 0, $v['cursor'] ?? null, $v['columns'] ?? []]],
+            'scan' => [$columnar ? 'scanColumns' : 'scan', [$table, $v['prefix'] ?? [], $v['start'] ?? null, $v['end'] ?? null, $v['limit'] ?? 0, $v['cursor'] ?? null, $v['columns'] ?? []]],
             'put' => ['put', [$table, array_reverse($v['row'], true)]],
             'delete' => ['delete', [$table, $key($v['key'])]],
-            'read_rows' => ['readRows', [$table, array_filter([
+            'read_rows' => [$columnar ? 'readRowsColumns' : 'readRows', [$table, array_filter([
                 'keys' => array_map(static fn (array $k): string => $k[0], $v['keys'] ?? []),
                 'prefix' => $v['prefix'][0] ?? null,
                 'start' => $v['start'][0] ?? null,
@@ -178,12 +200,21 @@ final class VectorsTest extends TestCase
             default => [null, []],
         };
 
-        return $method === null ? null : $class::$method(...$args, ...$common);
+        if ($method === null) {
+            return null;
+        }
+        if ($columnar && $class === Request::class) {
+            // Request has no *Columns builders: the flag is their last argument
+            $method = substr($method, 0, -strlen('Columns'));
+            $common['columnar'] = true;
+        }
+
+        return $class::$method(...$args, ...$common);
     }
 
     /**
      * understood checks that the client can read a reply vector: errors map to a known code, and query, exec,
-     * begin and batch replies have the shape Reply expects.
+     * begin, batch, http and column-oriented replies have the shape Reply expects.
      *
      * @param array<mixed> $reply
      * @return list<string>
@@ -199,7 +230,22 @@ final class VectorsTest extends TestCase
 
             return in_array($e->getErrorCode(), $codes, true) ? [] : ["unknown error code {$e->getErrorCode()}"];
         }
-        if (array_key_exists('columns', $reply)) {
+        if (array_key_exists('data', $reply)) {
+            $result = Reply::columns($reply);
+            if ($result === null) {
+                return ['column-oriented reply (join, columnar query) the client cannot turn into a ColumnarResult'];
+            }
+            $rows = $result->rows();
+            $columns = $reply['columns'];
+            foreach ($columns as $i => $name) {
+                if (array_column($rows, $name) !== $reply['data'][$i] && count(array_unique($columns)) === count($columns)) {
+                    return ["column $name of the rows built from the column-oriented reply differs from its data"];
+                }
+            }
+            if (count($rows) !== $reply['count']) {
+                return [sprintf('%d rows built from a column-oriented reply of count %d', count($rows), $reply['count'])];
+            }
+        } elseif (array_key_exists('columns', $reply)) {
             $rows = $reply['rows'] ?? null;
             if (is_array($rows) && in_array(null, $rows, true)) {
                 if (Reply::sparseRows($reply, count($rows)) === null) {
@@ -211,6 +257,9 @@ final class VectorsTest extends TestCase
         }
         if (array_key_exists('affected', $reply) && Reply::exec($reply) === null) {
             return ['exec reply the client cannot turn into an ExecResult'];
+        }
+        if (array_key_exists('status', $reply) && Reply::http($reply) === null) {
+            return ['http reply the client cannot turn into an HttpResponse'];
         }
         if (array_key_exists('tx', $reply) && !is_int($reply['tx'])) {
             return ['begin reply without an integer tx'];
