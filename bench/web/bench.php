@@ -6,7 +6,7 @@ declare(strict_types=1);
  * bench/web/bench.php: the driver of the web benchmark. Run it through bench/web/run.sh, which starts the servers
  * and passes their coordinates (config.php, PIDs) in the environment.
  *
- *   php bench.php phase --server NAME --url URL --web-pids "PID..." --workers N --out FILE
+ *   php bench.php phase --server NAME --url URL --web-pids "PID..." --workers N --out FILE [--fresh-url URL]
  *                       [--quick] [--rounds N] [--seconds S] [--only KEY,...] [--settings KEY,...]
  *   php bench.php report --json FILE PHASE_FILE...
  *
@@ -21,20 +21,26 @@ declare(strict_types=1);
  *              included), the row's backend connections (sampled every 50 ms; MariaDB also Max_used_connections
  *              after FLUSH STATUS), the row's daemon's RSS. Every run must have 0 failed and 0 non-2xx requests
  *              (--quick: fatal; full run: reported).
+ *  4. probes   (rows.php 'probes') the read latency inside the page, one request at a time: reads in the server's
+ *              long-lived workers, then, at --fresh-url (the same pages served by workers that each serve one
+ *              request), the first read of fresh workers. Every answer's body is checked too.
  * It writes everything it measured to --out as JSON.
  *
  * report merges the phase files, prints the markdown section of docs/benchmarks.md on stdout and writes the merged
  * results (with the medians, spreads and ratios the plots show) to --json.
  *
  * Environment (set by run.sh): BENCH_WEB_CONFIG (the pages' config.php), TETHERD_PID, GOSERVICE_PID, PGBOUNCER_PID,
- * MARIADB_PID, PG_PID, BENCH_WEB_PG_ADMIN_DSN (a superuser connection string), CLK_TCK; for report also BENCH_WEB_CMD,
- * BENCH_WEB_DATE, BENCH_WEB_LOAD_BEFORE/AFTER, BENCH_WEB_WORKERS, BENCH_WEB_POOL, BENCH_WEB_{MARIADB,PG}_VERSION.
+ * MARIADB_PID, PG_PID, CASSANDRA_PID, BTEMULATOR_PID, BENCH_WEB_PG_ADMIN_DSN (a superuser connection string),
+ * BENCH_WEB_CASSANDRA_ADMIN (user:password of a Cassandra superuser), CLK_TCK; for report also BENCH_WEB_CMD,
+ * BENCH_WEB_DATE, BENCH_WEB_LOAD_BEFORE/AFTER, BENCH_WEB_WORKERS, BENCH_WEB_POOL, BENCH_WEB_{MARIADB,PG,CASSANDRA}_VERSION.
  */
 
 const ROWS_FILE = __DIR__ . '/rows.php';
+const SEED_E1_FILE = __DIR__ . '/../cli/seed-e1.php';
 const CHECK_ID = 42;
 const SAMPLE_EVERY_US = 50000;
 const QUICK_REQUESTS = 500; // per row and load setting
+const FRESH_PAUSE_US = 50000; // between two requests to fresh workers
 
 function progress(string $msg): void
 {
@@ -144,12 +150,13 @@ final class Run
     public ?mysqli $my = null;
     /** @var PgSql\Connection|null */
     public $pg = null;
+    public ?CqlConnection $cql = null;
 
     public function __construct(array $webPids)
     {
         $this->cfg = require env('BENCH_WEB_CONFIG');
         foreach (['tetherd' => 'TETHERD_PID', 'goservice' => 'GOSERVICE_PID', 'pgbouncer' => 'PGBOUNCER_PID',
-            'mariadb' => 'MARIADB_PID', 'postgres' => 'PG_PID'] as $svc => $var) {
+            'mariadb' => 'MARIADB_PID', 'postgres' => 'PG_PID', 'cassandra' => 'CASSANDRA_PID', 'bigtable' => 'BTEMULATOR_PID'] as $svc => $var) {
             $pid = (int) getenv($var);
             if ($pid > 0) {
                 $this->pids[$svc] = $pid;
@@ -162,6 +169,14 @@ final class Run
         }
         if (isset($this->pids['postgres'])) {
             $this->pg = pg_connect(env('BENCH_WEB_PG_ADMIN_DSN')) ?: fail('cannot connect to PostgreSQL as its superuser');
+        }
+        if (isset($this->pids['cassandra'])) {
+            require_once __DIR__ . '/../cli/cql.php';
+            [$user, $password] = explode(':', env('BENCH_WEB_CASSANDRA_ADMIN'), 2);
+            $this->cql = new CqlConnection($this->cfg['cassandra_host'], $this->cfg['cassandra_port']);
+            if ($this->cql->startup()) {
+                $this->cql->authenticate($user, $password);
+            }
         }
     }
 
@@ -195,6 +210,10 @@ final class Run
             $r = pg_query($this->pg, "SELECT usename, count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' GROUP BY usename");
             foreach (pg_fetch_all($r, PGSQL_NUM) as [$u, $n]) {
                 $out[(string) $u] = (int) $n;
+            }
+        } elseif ($db === 'cassandra') {
+            foreach ($this->cql->query('SELECT username FROM system_views.clients') as $c) {
+                $out[(string) $c['username']] = ($out[(string) $c['username']] ?? 0) + 1;
             }
         }
         return $out;
@@ -302,10 +321,9 @@ function run_ab(string $url, int $n, int $c, bool $k, ?callable $sample = null):
 // ---------------------------------------------------------------------------------------------------------------
 // The phase
 
-/** expected_body returns what a page of the given kind must answer for ?id=CHECK_ID. */
-function expected_body(string $kind): string
+/** expected_body returns what a page of the given kind must answer for ?id=$id. */
+function expected_body(string $kind, int $id = CHECK_ID): string
 {
-    $id = CHECK_ID;
     return match ($kind) {
         'empty' => '',
         'pong' => "pong\n",
@@ -313,6 +331,16 @@ function expected_body(string $kind): string
         // The data run.sh loads: name-N, (N * 7919) % 1000, 2026-01-01 00:00:00 minus N minutes.
         'row' => sprintf("%5d %-10s %3d %s\n", $id, "name-$id", ($id * 7919) % 1000,
             (new DateTimeImmutable('2026-01-01 00:00:00', new DateTimeZone('UTC')))->modify("-$id minutes")->format('Y-m-d H:i:s')),
+        // Seed E1's two reads of the data load-cassandra.php writes, as render_cells prints them.
+        'cass-row', 'cass-super' => (static function () use ($kind): string {
+            $seed = require SEED_E1_FILE;
+            $cells = $kind === 'cass-row' ? $seed['c1'][$seed['row_key']] : $seed['s1'][$seed['row_key']][$seed['super_column']];
+            $out = '';
+            foreach ($cells as $name => $value) {
+                $out .= sprintf("%-6s %s\n", $name, $value);
+            }
+            return $out;
+        })(),
         default => fail("unknown expect '$kind'"),
     };
 }
@@ -375,10 +403,132 @@ function measure(Run $run, string $url, array $row, array $set, int $n): array
         'daemon_anon_kb' => $daemonPid ? $anon : null];
 }
 
+/**
+ * http_get fetches $url with the curl handle $ch and returns [status, body, headers (lower-case name => value),
+ * total time in us].
+ *
+ * @param CurlHandle $ch
+ */
+function http_get($ch, string $url): array
+{
+    $headers = [];
+    curl_setopt_array($ch, [
+        CURLOPT_URL => $url,
+        CURLOPT_RETURNTRANSFER => true,
+        CURLOPT_TIMEOUT => 30,
+        CURLOPT_HEADERFUNCTION => static function ($ch, string $line) use (&$headers): int {
+            if (str_contains($line, ':')) {
+                [$k, $v] = explode(':', $line, 2);
+                $headers[strtolower(trim($k))] = trim($v);
+            }
+            return strlen($line);
+        },
+    ]);
+    $body = curl_exec($ch);
+    return [curl_getinfo($ch, CURLINFO_RESPONSE_CODE), $body === false ? curl_error($ch) : $body, $headers,
+        curl_getinfo($ch, CURLINFO_TOTAL_TIME_T)];
+}
+
+/** latency_stats summarizes read times (ns) in us: mean, p50, p99. */
+function latency_stats(array $ns): array
+{
+    if (!$ns) {
+        return ['mean_us' => null, 'p50_us' => null, 'p99_us' => null];
+    }
+    sort($ns);
+    $n = count($ns);
+    return ['mean_us' => array_sum($ns) / $n / 1000, 'p50_us' => $ns[intdiv($n, 2)] / 1000,
+        'p99_us' => $ns[min($n - 1, (int) floor(0.99 * $n))] / 1000];
+}
+
+/**
+ * run_probe measures the read latency inside the pages of one probe (rows.php 'probes'), one request at a time, the
+ * rows in turn: $steady reads per row from the long-lived workers at $url (over one keep-alive connection), then
+ * $fresh first reads per row at $freshUrl (a new connection each). Every body is checked. Returns per row the
+ * statistics of both, and the problems found (a wrong answer; a "fresh" worker that answered twice).
+ *
+ * @return array{0: array<string, array>, 1: list<string>}
+ */
+function run_probe(array $probe, array $rowsByKey, string $url, ?string $freshUrl, int $steady, int $fresh): array
+{
+    $problems = [];
+    $out = [];
+    $one = static function ($ch, string $base, array $row, int $t = 1) use (&$problems): ?array {
+        $id = mt_rand(1, 10000);
+        [$status, $body, $h, $us] = http_get($ch, "$base/{$row['page']}?t=$t&id=$id");
+        if ($status !== 200 || $body !== expected_body($row['expect'], $id) || !isset($h['x-read-ns'], $h['x-pid'])) {
+            $problems[] = sprintf('%s?id=%d answered %s %s', $row['page'], $id, $status, json_encode(substr((string) $body, 0, 200)));
+            return null;
+        }
+        return ['ns' => (int) $h['x-read-ns'], 'pid' => (int) $h['x-pid'], 'db_us' => isset($h['x-db-us']) ? (float) $h['x-db-us'] : null,
+            'ns2' => isset($h['x-read2-ns']) ? (int) $h['x-read2-ns'] : null, 'page_us' => $us];
+    };
+    $mean = static fn (array $v): ?float => ($v = array_filter($v, static fn ($x) => $x !== null)) ? array_sum($v) / count($v) : null;
+    $collect = static function (array $reads, int $leftOut, int $workers) use ($mean): array {
+        $second = $mean(array_column($reads, 'ns2'));
+        return ['n' => count($reads), 'left_out' => $leftOut, 'workers' => $workers]
+            + latency_stats(array_column($reads, 'ns'))
+            + ['db_us' => $mean(array_column($reads, 'db_us')), 'second_mean_us' => $second === null ? null : $second / 1000,
+                'page_ms' => $reads ? $mean(array_column($reads, 'page_us')) / 1000 : null];
+    };
+
+    // Steady state: a read counts once its worker has served that page before in the probe.
+    $ch = curl_init();
+    $reads = $seen = $leftOut = [];
+    for ($i = 0; $i < $steady; $i++) {
+        foreach ($probe['rows'] as $key) {
+            $r = $one($ch, $url, $rowsByKey[$key]);
+            if ($r === null) {
+                continue;
+            }
+            if (isset($seen[$key][$r['pid']])) {
+                $reads[$key][] = $r;
+            } else {
+                $leftOut[$key] = ($leftOut[$key] ?? 0) + 1;
+            }
+            $seen[$key][$r['pid']] = true;
+        }
+    }
+    curl_close($ch);
+    foreach ($probe['rows'] as $key) {
+        $out[$key]['steady'] = $collect($reads[$key] ?? [], $leftOut[$key] ?? 0, count($seen[$key] ?? []));
+    }
+
+    // Fresh workers: each answer must come from a pid never seen before. A pause between requests lets the server
+    // start the next worker beforehand (apache2 forks at most 32 a second), so that a read does not share the CPUs
+    // with a fork; each page reads twice (t=2), the second read for the diagnosis only.
+    if ($freshUrl !== null && $fresh > 0) {
+        $reads = [];
+        $pids = [];
+        for ($i = 0; $i < $fresh; $i++) {
+            foreach ($probe['rows'] as $key) {
+                usleep(FRESH_PAUSE_US);
+                $ch = curl_init();
+                curl_setopt_array($ch, [CURLOPT_FORBID_REUSE => true, CURLOPT_FRESH_CONNECT => true]);
+                $r = $one($ch, $freshUrl, $rowsByKey[$key], 2);
+                curl_close($ch);
+                if ($r === null) {
+                    continue;
+                }
+                if (isset($pids[$r['pid']])) {
+                    $problems[] = "{$rowsByKey[$key]['page']} at $freshUrl: worker {$r['pid']} answered twice (not a fresh worker)";
+                    continue;
+                }
+                $pids[$r['pid']] = true;
+                $reads[$key][] = $r;
+            }
+        }
+        foreach ($probe['rows'] as $key) {
+            $out[$key]['fresh'] = $collect($reads[$key] ?? [], 0, count($reads[$key] ?? []));
+        }
+    }
+    return [$out, $problems];
+}
+
 function phase(array $argv): int
 {
     $opt = ['server' => null, 'url' => null, 'web-pids' => null, 'workers' => null, 'out' => null, 'quick' => false,
-        'rounds' => null, 'seconds' => 1.5, 'only' => null, 'settings' => null];
+        'rounds' => null, 'seconds' => 1.5, 'only' => null, 'settings' => null, 'fresh-url' => null];
     for ($i = 0; $i < count($argv); $i++) {
         $a = $argv[$i];
         if ($a === '--quick') {
@@ -470,6 +620,29 @@ function phase(array $argv): int
         }
         progress(sprintf('%s: round %d/%d done in %.0f s', $server, $r + 1, $rounds, microtime(true) - $tr));
     }
+
+    // 4. Read latency inside the pages.
+    $probes = [];
+    $rowsByKey = array_column($rows, null, 'key');
+    foreach ($spec['probes'] ?? [] as $pk => $probe) {
+        if (array_diff($probe['rows'], array_keys($rowsByKey))) {
+            continue; // --only left some of its rows out
+        }
+        $tp = microtime(true);
+        $steady = $opt['quick'] ? max(10, intdiv($probe['steady'], 10)) : $probe['steady'];
+        $fresh = $probe['fresh'] > 0 && $opt['quick'] ? max(10, intdiv($probe['fresh'], 10)) : $probe['fresh'];
+        [$probes[$pk], $problems] = run_probe($probe, $rowsByKey, $url, $opt['fresh-url'] === null ? null : rtrim($opt['fresh-url'], '/'), $steady, $fresh);
+        foreach ($problems as $msg) {
+            $failures[] = "$server probe $pk: $msg";
+            fwrite(STDERR, "==> WARNING: $server probe $pk: $msg\n");
+            if ($opt['quick']) {
+                fail("$server probe $pk: $msg");
+            }
+        }
+        progress(sprintf('%s: probe %s (%d steady%s reads per row) done in %.0f s', $server, $pk, $steady,
+            $opt['fresh-url'] !== null && $fresh > 0 ? ", $fresh fresh-worker" : '', microtime(true) - $tp));
+    }
+
     $cpu1 = $run->cpu();
     $wall = microtime(true) - $t0;
     $ours = 0;
@@ -489,6 +662,8 @@ function phase(array $argv): int
         'rows' => array_column($rows, 'key'),
         'n' => $n,
         'runs' => $runs,
+        'probes' => $probes,
+        'fresh' => $opt['fresh-url'] !== null,
         'failures' => $failures,
     ];
     file_put_contents($opt['out'], json_encode($result, JSON_PRETTY_PRINT) . "\n");
@@ -611,7 +786,8 @@ function report(array $argv): int
     }
     foreach ($phases as $server => $p) {
         $srv = ['settings' => $p['settings'], 'rounds' => $p['rounds'], 'seconds' => $p['seconds'], 'workers' => $p['workers'],
-            'wall_s' => $p['wall_s'], 'foreign_cpu_pct' => $p['foreign_cpu_pct'], 'failures' => $p['failures'], 'cells' => []];
+            'wall_s' => $p['wall_s'], 'foreign_cpu_pct' => $p['foreign_cpu_pct'], 'failures' => $p['failures'], 'cells' => [],
+            'probes' => $p['probes'] ?? []];
         foreach ($p['runs'] as $sk => $byRow) {
             $cells = [];
             foreach ($byRow as $key => $runs) {
@@ -619,8 +795,9 @@ function report(array $argv): int
             }
             foreach ($cells as $key => &$cell) {
                 $group = $rowsByKey[$key]['group'];
-                $baselines = array_filter(array_keys($cells), static fn ($k) => $rowsByKey[$k]['group'] === $group && $rowsByKey[$k]['role'] === 'baseline');
-                $best = best_of($baselines, $byRow);
+                $of = static fn (string $role) => array_filter(array_keys($cells), static fn ($k) => $rowsByKey[$k]['group'] === $group && $rowsByKey[$k]['role'] === $role);
+                // A group without baselines (Cassandra, Bigtable) is measured against its reference, the Go service.
+                $best = best_of($of('baseline'), $byRow) ?? best_of($of('reference'), $byRow);
                 $cell['best_baseline'] = $best;
                 $cell['ratio'] = $best === null ? null : ratio($byRow[$key], $byRow[$best]);
             }
@@ -652,6 +829,24 @@ function report(array $argv): int
             }
         }
         $out['targets'][] = $res;
+    }
+    $out['probes'] = array_map(static fn ($p) => ['label' => $p['label'], 'rows' => $p['rows']], $spec['probes'] ?? []);
+    foreach ($spec['probe_targets'] ?? [] as $t) {
+        $res = ['label' => $t['label'], 'max' => $t['max'], 'results' => []];
+        foreach ($out['servers'] as $server => $srv) {
+            $probe = null;
+            foreach ($srv['probes'] as $pr) {
+                $probe = isset($pr[$t['row']]) ? $pr : $probe;
+            }
+            $row = $probe[$t['row']] ?? null;
+            $num = $t['kind'] === 'fresh' ? ($row['fresh']['mean_us'] ?? null) : ($row['steady']['mean_us'] ?? null);
+            $den = $t['kind'] === 'fresh' ? ($row['steady']['mean_us'] ?? null) : ($probe[$t['vs']]['steady']['mean_us'] ?? null);
+            if ($num === null || !$den) {
+                continue;
+            }
+            $res['results'][$server] = ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'met' => $num / $den <= $t['max']];
+        }
+        $out['probe_targets'][] = $res;
     }
     if ($json !== null) {
         file_put_contents($json, json_encode($out, JSON_PRETTY_PRINT | JSON_PARTIAL_OUTPUT_ON_ERROR) . "\n");
@@ -707,10 +902,24 @@ function print_report(array $out, array $phases, int $pool): void
         }
     }
     echo "\n";
+    if (!empty($out['probe_targets'])) {
+        echo "Read latency inside the page (from the probes below): each cell the ratio of two mean read times, and the two "
+            . "means.\n\n";
+        echo "| target | server | ratio | means, us |\n|---|---|---:|---:|\n";
+        foreach ($out['probe_targets'] as $t) {
+            foreach ($t['results'] as $server => $c) {
+                printf("| %s | %s | %s %s | %s / %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
+                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0));
+            }
+        }
+        echo "\n";
+    }
+    print_probes($out, $serverName);
 
     echo "#### Results\n\n";
     echo "req/s: median over the rounds, and its spread (slowest and fastest round). \"x best baseline\": the row's req/s over that of the "
-        . "fastest baseline row of its group (the remedies in use today; the Go service is a reference, never the baseline), "
+        . "fastest baseline row of its group (the remedies in use today; the Go service is a reference, never the baseline, "
+        . "except in the Cassandra and Bigtable groups, which have no baseline: there it is the yardstick), "
         . "median of the per-round ratios. Latency (ms) from ab: mean (its \"Time per request\"), p50 and p99 (its percentiles), "
         . "medians over the rounds. Backend conns: the most connections the row's database user held at once "
         . "(sampled every 50 ms; on MariaDB also from Max_used_connections after FLUSH STATUS). "
@@ -741,7 +950,7 @@ function print_report(array $out, array $phases, int $pool): void
                 }
                 printf("| %s | %s | %s..%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     $label, fmt($c['rps'], 0), fmt($c['rps_min'], 0), fmt($c['rps_max'], 0),
-                    $c['best_baseline'] === $key ? '1.00 (best)' : fmt($c['ratio'], 2),
+                    $c['best_baseline'] === $key ? ($row['role'] === 'reference' ? '1.00 (yardstick)' : '1.00 (best)') : fmt($c['ratio'], 2),
                     fmt($c['mean_ms'], 2), fmt($c['p50_ms'], 2), fmt($c['p99_ms'], 2),
                     $c['conns_peak'] ?? '-', fmt($c['daemon_cpu_us']),
                     $c['daemon_rss_mb'] === null ? '-' : fmt($c['daemon_rss_mb']) . ' / ' . fmt($c['daemon_anon_mb']),
@@ -760,6 +969,53 @@ function print_report(array $out, array $phases, int $pool): void
     }
 }
 
+/**
+ * print_probes prints the read-latency probes: per server, each probed row's read time inside the page in its
+ * long-lived workers and in fresh ones.
+ */
+function print_probes(array $out, array $serverName): void
+{
+    $any = false;
+    foreach ($out['servers'] as $srv) {
+        $any = $any || !empty($srv['probes']);
+    }
+    if (!$any) {
+        return;
+    }
+    echo "#### Read latency inside the page (seeds E1, E2)\n\n";
+    echo "![read time inside the page: long-lived and fresh workers](img/web-bench-reads.png)\n\n";
+    echo "One request at a time, the rows in turn, random ids; each page times its own data access with hrtime, from "
+        . "getting the client to holding the decoded row, and sends the time in a header (pages/lib.php, timed()). "
+        . "**Steady**: the server's long-lived workers, over one keep-alive connection; a worker's first read of a page in "
+        . "the probe is left out. **Fresh worker**: the same pages at a copy of the server whose workers each serve one "
+        . "request (php-fpm pool with pm.max_requests = 1; apache2 with MaxConnectionsPerChild 1, a new connection per "
+        . "request, 50 ms apart); every answer came from a different worker, so every read is the first of its worker: it "
+        . "opens the worker's socket to tetherd or its keep-alive connection to the Go service. The page then reads once "
+        . "more, timed apart (\"then a second read\": the same read with the connection open, in the same young process). "
+        . "Go service db: the time of its database call, from its Server-Timing header. Page: the whole request as curl "
+        . "saw it.\n\n";
+    foreach ($out['servers'] as $server => $srv) {
+        foreach ($srv['probes'] as $pk => $rows) {
+            printf("##### %s: %s\n\n", $serverName[$server] ?? $server, $out['probes'][$pk]['label'] ?? $pk);
+            echo "| row | steady reads | mean us | p50 us | p99 us | of which Go service db, us | page ms | fresh-worker first reads | mean us | p50 us | p99 us | first / steady (means) | then a second read, mean us |\n";
+            echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+            foreach ($rows as $key => $r) {
+                $row = $out['rows'][$key];
+                $st = $r['steady'];
+                $fr = $r['fresh'] ?? null;
+                printf("| %s | %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                    ($row['role'] === 'tether' ? "**{$row['label']}**" : $row['label']) . ', ' . strtok($out['groups'][$row['group']], ':'),
+                    $st['n'], $st['left_out'] ? " ({$st['left_out']} first reads left out)" : '',
+                    fmt($st['mean_us'], 0), fmt($st['p50_us'], 0), fmt($st['p99_us'], 0), fmt($st['db_us'], 0), fmt($st['page_ms'], 2),
+                    $fr === null ? '-' : $fr['n'], fmt($fr['mean_us'] ?? null, 0), fmt($fr['p50_us'] ?? null, 0), fmt($fr['p99_us'] ?? null, 0),
+                    $fr === null || !$st['mean_us'] || $fr['mean_us'] === null ? '-' : fmt($fr['mean_us'] / $st['mean_us'], 2),
+                    fmt($fr['second_mean_us'] ?? null, 0));
+            }
+            echo "\n";
+        }
+    }
+}
+
 /** machine_facts describes the machine and the versions of everything measured. */
 function machine_facts(): array
 {
@@ -774,6 +1030,8 @@ function machine_facts(): array
             preg_replace('/^nginx version: /', '', $first('nginx -v')),
             'MariaDB ' . env('BENCH_WEB_MARIADB_VERSION', '?'),
             'PostgreSQL ' . env('BENCH_WEB_PG_VERSION', '?'),
+            'Cassandra ' . env('BENCH_WEB_CASSANDRA_VERSION', '?'),
+            'the Go Bigtable emulator (cloud.google.com/go/bigtable ' . env('BENCH_WEB_BIGTABLE_VERSION', '?') . ')',
             $first('pgbouncer --version'),
             preg_replace('/^go version (\S+).*/', '$1', $first('go version')),
             preg_replace('/^This is ApacheBench, Version (\S+).*/', 'ab $1', $first('ab -V')),

@@ -4,7 +4,9 @@
 
 Writes OUT_DIR/web-bench-rps.png (req/s per row: median over the rounds, the slowest and fastest round as error
 bars, the ratio to the group's best baseline beside each bar) and OUT_DIR/web-bench-latency.png (p50 and p99 per
-row, log scale). One panel per web server and ab load setting; Tether's rows in orange.
+row, log scale), one panel per web server and ab load setting; and OUT_DIR/web-bench-reads.png (the read latency
+inside the page from the probes: mean in long-lived workers, and first read in fresh ones), one panel per web
+server. Tether's rows in orange.
 Needs matplotlib (Debian: python3-matplotlib, for /usr/bin/python3).
 """
 
@@ -24,6 +26,9 @@ GROUP_SHORT = {
     "mysql-select1": "MariaDB SELECT 1",
     "mysql-point": "MariaDB point read",
     "pg-point": "PostgreSQL point read",
+    "cass-row": "Cassandra get('a') (E1)",
+    "cass-super": "Cassandra get_super_column (E1)",
+    "bt-point": "Bigtable random read (E2)",
 }
 
 
@@ -102,7 +107,7 @@ def plot_rps(res, out):
                         xerr=[[c["rps"] - c["rps_min"]], [c["rps_max"] - c["rps"]]],
                         error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "#333333"})
                 if c["best_baseline"] == key:
-                    note = "best baseline"
+                    note = "yardstick" if kind == "reference" else "best baseline"
                 elif c["ratio"] is not None:
                     note = "x%.2f" % c["ratio"]
                 else:
@@ -110,7 +115,8 @@ def plot_rps(res, out):
                 ax.text(c["rps_max"] + xmax * 0.015, y, "%s  %s" % (format(round(c["rps"]), ","), note),
                         va="center", fontsize=8, fontweight="bold" if kind == "tether" else "normal",
                         color="#b3540c" if kind == "tether" else "#222222")
-            # A dashed line through each group at its best baseline: a bar that crosses it beats what sites use today.
+            # A dashed line through each group at its best baseline (or its Go service where it has no baseline): a bar
+            # that crosses it beats what sites use today.
             spans = {}
             for y, key in zip(ys, keys):
                 if key in cells:
@@ -124,7 +130,7 @@ def plot_rps(res, out):
                             color="#444444", alpha=0.6)
             ax.set_xlim(0, xmax * 1.45)
             ax.set_title("%s, ab %s" % (SERVER_NAMES.get(server, server), srv["settings"][sk]["label"]), fontsize=11)
-            ax.set_xlabel("req/s (bar: median; whiskers: slowest and fastest round;\ndashed: the group's best baseline)", fontsize=8)
+            ax.set_xlabel("req/s (bar: median; whiskers: slowest and fastest round;\ndashed: the group's best baseline, else its Go service)", fontsize=8)
             style_y(ax, ys, labels, kinds)
     legend(fig)
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
@@ -160,9 +166,61 @@ def plot_latency(res, out):
     plt.close(fig)
 
 
+def plot_reads(res, out):
+    """plot_reads draws the probes: per server, each probed row's mean read time in long-lived workers (solid) and
+    the mean first read of fresh workers (hatched), with the Go service's own database time as a thin dark bar."""
+    servers = [s for s, srv in res["servers"].items() if srv.get("probes")]
+    if not servers:
+        return
+    entries = []  # (label, kind, key, probe)
+    for pk, probe in res.get("probes", {}).items():
+        for key in probe["rows"]:
+            row = res["rows"][key]
+            entries.append(("%s, %s" % (row["label"].split(" (")[0], GROUP_SHORT.get(row["group"], row["group"])),
+                            row["role"], key, pk))
+    fig, axes = plt.subplots(1, len(servers), figsize=(8 * len(servers) + 2, 0.75 * len(entries) + 2.5), squeeze=False,
+                             sharey=True)
+    quick = " (QUICK MODE: too few reads to quote)" if res.get("quick") else ""
+    fig.suptitle("Tether web benchmark: read time inside the page, mean, us (lower is better)" + quick, fontsize=13,
+                 fontweight="bold")
+    for j, server in enumerate(servers):
+        ax = axes[0][j]
+        probes = res["servers"][server]["probes"]
+        hi = 1
+        for y, (label, kind, key, pk) in enumerate(entries):
+            r = probes.get(pk, {}).get(key)
+            if r is None:
+                continue
+            st, fr = r["steady"], r.get("fresh")
+            ax.barh(y - 0.18, st["mean_us"], height=0.36, color=COLORS[kind])
+            ax.text(st["mean_us"] * 1.02, y - 0.18, "%.0f" % st["mean_us"], va="center", fontsize=8)
+            hi = max(hi, st["mean_us"])
+            if st.get("db_us"):
+                ax.barh(y - 0.18, st["db_us"], height=0.08, color="#222222")
+            if fr and fr.get("mean_us") is not None:
+                ax.barh(y + 0.18, fr["mean_us"], height=0.36, color=COLORS[kind], alpha=0.45, hatch="//")
+                ax.text(fr["mean_us"] * 1.02, y + 0.18, "%.0f first read, fresh worker" % fr["mean_us"], va="center", fontsize=8)
+                hi = max(hi, fr["mean_us"])
+        ax.set_yticks(range(len(entries)))
+        ax.set_yticklabels([e[0] for e in entries], fontsize=9)
+        for tick, e in zip(ax.get_yticklabels(), entries):
+            if e[1] == "tether":
+                tick.set_color(COLORS["tether"])
+                tick.set_fontweight("bold")
+        ax.set_ylim(len(entries) - 0.5, -0.5)
+        ax.set_xlim(0, hi * 1.6)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(SERVER_NAMES.get(server, server), fontsize=11)
+        ax.set_xlabel("us (solid: long-lived workers; hatched: first read of a fresh worker;\n"
+                      "thin dark bar: the Go service's own database call)", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+
+
 def legend(fig):
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[k]) for k in ("tether", "baseline", "reference")]
-    fig.legend(handles, ["Tether", "what PHP sites use today (baselines)", "* Go service of seed E2 (reference)"],
+    fig.legend(handles, ["Tether", "what PHP sites use today (baselines)", "* Go service of seeds E1, E2 (reference)"],
                loc="lower center", ncol=3, fontsize=11, frameon=False)
 
 
@@ -174,6 +232,7 @@ def main(argv):
     os.makedirs(argv[2], exist_ok=True)
     plot_rps(res, os.path.join(argv[2], "web-bench-rps.png"))
     plot_latency(res, os.path.join(argv[2], "web-bench-latency.png"))
+    plot_reads(res, os.path.join(argv[2], "web-bench-reads.png"))
 
 
 if __name__ == "__main__":

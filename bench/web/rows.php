@@ -16,11 +16,14 @@ declare(strict_types=1);
  *   page     file in pages/; requested as /<page> under load, as /<page>?id=42 for the body check
  *   role     baseline  - what PHP sites do today; the best of them is the group's yardstick
  *            tether    - through tetherd
- *            reference - kept for comparison, never the yardstick (the Go service of seed E2)
- *   expect   the body the check wants: empty | pong | one ("1\n") | row (render_row of id 42)
+ *            reference - kept for comparison (the Go service of seeds E1, E2); the yardstick only of a group
+ *                        without baselines (Cassandra, Bigtable: PHP has no maintained native client for them)
+ *   expect   the body the check wants: empty | pong | one ("1\n") | row (render_row of id 42) |
+ *            cass-row, cass-super (render_cells of seed E1's two reads, bench/cli/seed-e1.php)
  *   needs    services the page talks to (run.sh starts them; the driver checks they are up):
- *            mariadb | postgres | pgbouncer | tetherd | goservice
- *   conns    [database, user key] whose connections to count (user keys: config.php 'users'), or null
+ *            mariadb | postgres | pgbouncer | tetherd | goservice | cassandra | bigtable (its emulator)
+ *   conns    [database, user key] whose connections to count (user keys: config.php 'users'), or null; on
+ *            Cassandra counted in system_views.clients, so they include a driver's control connection
  *   daemon   the process between PHP and the database whose CPU and RSS are reported, or null
  *   db       the database whose CPU per request is reported, or null
  */
@@ -31,6 +34,9 @@ return [
         'mysql-select1' => 'MariaDB, SELECT 1 (seed E3)',
         'mysql-point' => 'MariaDB, point read by primary key from 10,000 rows (seeds E2, E3)',
         'pg-point' => 'PostgreSQL, point read by primary key from 10,000 rows',
+        'cass-row' => "Cassandra, get('a'): a row of 10 columns (seed E1)",
+        'cass-super' => "Cassandra, get_super_column('a', 'b1'): a slice of 5 columns (seed E1)",
+        'bt-point' => 'Bigtable (emulator), random single-row read from 10,000 rows (seed E2)',
     ],
 
     'rows' => [
@@ -75,6 +81,21 @@ return [
             'expect' => 'row', 'needs' => ['pgbouncer', 'postgres'], 'conns' => ['postgres', 'pgbouncer_pconnect'], 'daemon' => 'pgbouncer', 'db' => 'postgres'],
         ['key' => 'tether-pg-point', 'group' => 'pg-point', 'label' => 'Tether', 'page' => 'tether-pg-point.php', 'role' => 'tether',
             'expect' => 'row', 'needs' => ['tetherd', 'postgres'], 'conns' => ['postgres', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'postgres'],
+
+        ['key' => 'go-cass-row', 'group' => 'cass-row', 'label' => 'Go service (persistent keep-alive socket)', 'page' => 'go-cass-row.php', 'role' => 'reference',
+            'expect' => 'cass-row', 'needs' => ['goservice', 'cassandra'], 'conns' => ['cassandra', 'goservice'], 'daemon' => 'goservice', 'db' => 'cassandra'],
+        ['key' => 'tether-cass-row', 'group' => 'cass-row', 'label' => 'Tether', 'page' => 'tether-cass-row.php', 'role' => 'tether',
+            'expect' => 'cass-row', 'needs' => ['tetherd', 'cassandra'], 'conns' => ['cassandra', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'cassandra'],
+
+        ['key' => 'go-cass-super', 'group' => 'cass-super', 'label' => 'Go service (persistent keep-alive socket)', 'page' => 'go-cass-super.php', 'role' => 'reference',
+            'expect' => 'cass-super', 'needs' => ['goservice', 'cassandra'], 'conns' => ['cassandra', 'goservice'], 'daemon' => 'goservice', 'db' => 'cassandra'],
+        ['key' => 'tether-cass-super', 'group' => 'cass-super', 'label' => 'Tether', 'page' => 'tether-cass-super.php', 'role' => 'tether',
+            'expect' => 'cass-super', 'needs' => ['tetherd', 'cassandra'], 'conns' => ['cassandra', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'cassandra'],
+
+        ['key' => 'go-bt-point', 'group' => 'bt-point', 'label' => 'Go service (persistent keep-alive socket)', 'page' => 'go-bt-point.php', 'role' => 'reference',
+            'expect' => 'row', 'needs' => ['goservice', 'bigtable'], 'conns' => null, 'daemon' => 'goservice', 'db' => 'bigtable'],
+        ['key' => 'tether-bt-point', 'group' => 'bt-point', 'label' => 'Tether', 'page' => 'tether-bt-point.php', 'role' => 'tether',
+            'expect' => 'row', 'needs' => ['tetherd', 'bigtable'], 'conns' => null, 'daemon' => 'tetherd', 'db' => 'bigtable'],
     ],
 
     /*
@@ -88,6 +109,36 @@ return [
         ['label' => 'Tether point read >= 1.3x mysqli p:', 'row' => 'tether-point', 'vs' => ['mysqli-pconnect-point'], 'min' => 1.3, 'max_conns' => true],
         ['label' => 'Tether point read >= 2x mysqli connect per request', 'row' => 'tether-point', 'vs' => ['mysqli-connect-point'], 'min' => 2.0],
         ['label' => 'Tether PostgreSQL point read >= pgbouncer', 'row' => 'tether-pg-point', 'vs' => ['pgbouncer-connect-point', 'pgbouncer-pconnect-point'], 'min' => 1.0],
+        ['label' => 'E1: Tether Cassandra row page >= 1.5x the Go service page', 'row' => 'tether-cass-row', 'vs' => ['go-cass-row'], 'min' => 1.5],
+        ['label' => 'E1: Tether Cassandra super column page >= 1.5x the Go service page', 'row' => 'tether-cass-super', 'vs' => ['go-cass-super'], 'min' => 1.5],
+    ],
+
+    /*
+     * probes: the latency of the read inside the page (seed E2: "latency of each read"), measured after the rounds
+     * with one request at a time, each page reporting its own read time (timed() in pages/lib.php: hrtime from
+     * getting the client to holding the decoded row). Rows are requested in turn, with random ids.
+     *   steady  reads per row from the web server's long-lived workers; a read by a worker that had not yet served
+     *           that page in the probe is left out (it would be a first read)
+     *   fresh   first reads per row in freshly started workers (php-fpm pool with pm.max_requests = 1; an apache2
+     *           with MaxConnectionsPerChild 1), one new connection per request; every answer must come from a
+     *           worker pid seen nowhere else. 0: none
+     * --quick takes a tenth of each (at least 10).
+     */
+    'probes' => [
+        'cass' => ['label' => 'Cassandra reads (seed E1)', 'rows' => ['tether-cass-row', 'go-cass-row', 'tether-cass-super', 'go-cass-super'],
+            'steady' => 500, 'fresh' => 0],
+        'bt' => ['label' => 'Bigtable random single-row read (seed E2)', 'rows' => ['tether-bt-point', 'go-bt-point'],
+            'steady' => 1000, 'fresh' => 150],
+    ],
+
+    /*
+     * probe_targets: judged on each server's probe results, ratios of mean read latencies (lower is better):
+     *   steady  mean of row over mean of vs, both steady          fresh  fresh mean of row over its steady mean
+     *   max     the ratio wanted, at most
+     */
+    'probe_targets' => [
+        ['label' => 'E2: Tether read mean <= 1/2 of the Go service read mean', 'kind' => 'steady', 'row' => 'tether-bt-point', 'vs' => 'go-bt-point', 'max' => 0.5],
+        ['label' => "E2: a fresh worker's first Tether read <= 2x the steady state (means)", 'kind' => 'fresh', 'row' => 'tether-bt-point', 'max' => 2.0],
     ],
 
     /* settings: ab's load, in the seeds' terms: -c 10 and -c 100, each without and with keep-alive (-k). */

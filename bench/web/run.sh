@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # bench/web/run.sh: the web-server benchmark. PHP pages under nginx + php-fpm and apache2 prefork + mod_php, loaded
 # with ab: an empty page, Tether, and the remedies PHP sites use today (mysqli, PDO, pg_connect, pgbouncer, a Go
-# service), in one run.
+# service), on MariaDB, PostgreSQL, Cassandra and Bigtable (its emulator), in one run; then the read latency inside
+# the page, in long-lived and in freshly started PHP workers.
 #
 #   bash bench/web/run.sh [--quick] [--write] [--servers apache,nginx] [-- bench.php options]
 #
 # It installs the Debian 12 packages it needs when any is missing, builds bin/tetherd and bin/goservice, starts
 # throwaway instances under var/bench/web (git-ignored) on loopback: MariaDB and PostgreSQL (scripts/lib/databases.sh)
-# with bench_kv (10,000 rows) and one user per row, pgbouncer, tetherd (socket group www-data), the Go service, and
-# for each web server in turn that server (PHP as www-data); bench/web/bench.php checks every page's body, then loads
-# every row of bench/web/rows.php with ab, in interleaved rounds. It prints the results as markdown on stdout
-# (progress on stderr), draws the plots, and stops everything it started (by PID) on exit, whatever happens.
+# with bench_kv (10,000 rows) and one user per row, Cassandra 5.0 (scripts/lib/cassandra.sh) with seed E1's keyspace
+# (bench/cli/load-cassandra.php), the Go Bigtable emulator (built from cloud.google.com/go/bigtable/cmd/emulator),
+# pgbouncer, tetherd (socket group www-data), which then loads seed E2's 10,000 Bigtable rows
+# (bench/web/load-bigtable.php), the Go service, and for each web server in turn that server (PHP as www-data) with
+# its fresh-worker copy (php-fpm pool / apache2 whose workers serve one request each); bench/web/bench.php checks
+# every page's body, then loads every row of bench/web/rows.php with ab, in interleaved rounds, then probes the read
+# latency inside the pages. It prints the results as markdown on stdout (progress on stderr), draws the plots, and
+# stops everything it started (by PID) on exit, whatever happens.
 #
 #   --quick / BENCH_QUICK=1   500 requests per row and load setting, one round: proves that the pages, servers and
 #                             the command work (make test); numbers not worth quoting. Fails if any page answers
@@ -23,16 +28,21 @@
 #   after --, options for bench.php: --rounds N (3), --seconds S (1.5: each measured ab run is sized to last about
 #                             S seconds from a calibration run), --only KEY,KEY (rows), --settings c10,c10k,c100,c100k
 #
-# Environment (all optional): BENCH_WEB_NGINX_PORT (18080), BENCH_WEB_APACHE_PORT (18081), BENCH_WEB_GO_PORT (18089),
-# BENCH_WEB_MARIADB_PORT (43306), BENCH_WEB_PG_PORT (45432), BENCH_WEB_PGBOUNCER_PORT (46432): first port tried, the
-# next free one is taken if busy; BENCH_WEB_POOL (4): connections per pool of tetherd, pgbouncer and the Go service;
-# BENCH_WEB_FPM_CHILDREN (4 x nproc); BENCH_WEB_APACHE_WORKERS (150, Debian's MaxRequestWorkers).
+# Environment (all optional): BENCH_WEB_NGINX_PORT (18080), BENCH_WEB_APACHE_PORT (18081), BENCH_WEB_APACHE_FRESH_PORT
+# (18082), BENCH_WEB_GO_PORT (18089), BENCH_WEB_MARIADB_PORT (43306), BENCH_WEB_PG_PORT (45432),
+# BENCH_WEB_PGBOUNCER_PORT (46432), BENCH_WEB_CASSANDRA_PORT (19242; storage 17200, JMX 17299),
+# BENCH_WEB_BIGTABLE_PORT (18086): first port tried, the next free one is taken if busy; BENCH_WEB_POOL (4):
+# connections per pool of tetherd, pgbouncer and the Go service (on Cassandra: per node); BENCH_WEB_FPM_CHILDREN
+# (4 x nproc); BENCH_WEB_APACHE_WORKERS (150, Debian's MaxRequestWorkers); BENCH_WEB_FRESH_WORKERS (apache2: 32 spare
+# one-connection workers; php-fpm: 4 one-request workers).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 # shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/databases.sh"
+# shellcheck source=scripts/lib/cassandra.sh source-path=SCRIPTDIR/../..
+source "$ROOT/scripts/lib/cassandra.sh"
 
 QUICK=${BENCH_QUICK:-0}
 WRITE=${BENCH_WRITE:-0}
@@ -87,21 +97,24 @@ LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
 # Packages
 
 PACKAGES=(php8.2-cli php8.2-fpm php8.2-mysql php8.2-pgsql php8.2-curl php8.2-msgpack nginx apache2
-	libapache2-mod-php8.2 apache2-utils mariadb-server postgresql pgbouncer python3-matplotlib curl)
+	libapache2-mod-php8.2 apache2-utils mariadb-server postgresql pgbouncer python3-matplotlib curl
+	openjdk-17-jre-headless)
 apt_install_missing "web bench" "${PACKAGES[@]}"
 command -v go >/dev/null || die "go is not installed"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Cleanup: whatever this script started, by PID
 
-TETHERD_PID='' GOSERVICE_PID='' PGBOUNCER_PID='' APACHE_PID='' FPM_PID='' NGINX_PID='' BENCH_PHP_PID='' SLEEP_PID=''
+TETHERD_PID='' GOSERVICE_PID='' PGBOUNCER_PID='' APACHE_PID='' APACHE_FRESH_PID='' FPM_PID='' NGINX_PID=''
+BTEMULATOR_PID='' BENCH_PHP_PID='' SLEEP_PID=''
 
-# stop_web stops the web server of the current phase, if any; safe to call twice.
+# stop_web stops the web server of the current phase, if any, with its fresh-worker copy; safe to call twice.
 stop_web() {
 	[[ -n "$APACHE_PID" ]] && { log "apache2: stopping pid $APACHE_PID"; stop_pid "$APACHE_PID" apache2 20; }
+	[[ -n "$APACHE_FRESH_PID" ]] && { log "apache2 (fresh workers): stopping pid $APACHE_FRESH_PID"; stop_pid "$APACHE_FRESH_PID" apache2 20; }
 	[[ -n "$NGINX_PID" ]] && { log "nginx: stopping pid $NGINX_PID"; stop_pid "$NGINX_PID" nginx 20; }
 	[[ -n "$FPM_PID" ]] && { log "php-fpm: stopping pid $FPM_PID"; stop_pid "$FPM_PID" php-fpm 20; }
-	APACHE_PID='' NGINX_PID='' FPM_PID=''
+	APACHE_PID='' APACHE_FRESH_PID='' NGINX_PID='' FPM_PID=''
 }
 
 # stop_all stops everything this script started, the web servers first (they hold the connections); safe to call
@@ -113,7 +126,9 @@ stop_all() {
 	[[ -n "$GOSERVICE_PID" ]] && { log "goservice: stopping pid $GOSERVICE_PID"; stop_pid "$GOSERVICE_PID" goservice 10; }
 	[[ -n "$PGBOUNCER_PID" ]] && { log "pgbouncer: stopping pid $PGBOUNCER_PID"; stop_pid "$PGBOUNCER_PID" pgbouncer 10 INT; }
 	[[ -n "$TETHERD_PID" ]] && { log "tetherd: stopping pid $TETHERD_PID"; stop_pid "$TETHERD_PID" tetherd 15; }
-	GOSERVICE_PID='' PGBOUNCER_PID='' TETHERD_PID=''
+	[[ -n "$BTEMULATOR_PID" ]] && { log "bigtable emulator: stopping pid $BTEMULATOR_PID"; stop_pid "$BTEMULATOR_PID" btemulator 10; }
+	GOSERVICE_PID='' PGBOUNCER_PID='' TETHERD_PID='' BTEMULATOR_PID=''
+	stop_cassandra
 	stop_postgres
 	stop_mariadb
 }
@@ -142,11 +157,14 @@ stop_leftover() {
 }
 if [[ -e "$WEB" || -L "$WEB" ]]; then
 	stop_leftover "$WEB/apache/apache2.pid" apache2
+	stop_leftover "$WEB/apache-fresh/apache2.pid" apache2
 	stop_leftover "$WEB/nginx/nginx.pid" nginx
 	stop_leftover "$WEB/fpm/php-fpm.pid" php-fpm8.2
 	stop_leftover "$WEB/goservice/goservice.pid" goservice
 	stop_leftover "$WEB/pgbouncer/pgbouncer.pid" pgbouncer
 	stop_leftover "$WEB/tetherd/tetherd.pid" tetherd
+	stop_leftover "$WEB/bigtable/btemulator.pid" btemulator
+	clean_cassandra_dir "$WEB/cassandra"
 	clean_db_dir "$WEB/mariadb"
 	clean_db_dir "$WEB/pg"
 	real=$(readlink -f "$WEB")
@@ -164,7 +182,7 @@ if ! runuser -u www-data -- test -x "$WEB" || ! runuser -u postgres -- test -x "
 	ln -s "$tmp" "$WEB"
 	log "web bench: www-data or postgres cannot reach $WEB; using $tmp (symlinked from $WEB)"
 fi
-mkdir -p "$WEB"/{run,tetherd,goservice,pgbouncer,nginx/tmp,fpm,apache,www/htdocs,results}
+mkdir -p "$WEB"/{run,tetherd,goservice,pgbouncer,bigtable,nginx/tmp,fpm,apache,apache-fresh,www/htdocs,results}
 
 # render TEMPLATE OUT NAME=VALUE... writes TEMPLATE with each @NAME@ replaced by VALUE; fails if any @...@ is left.
 render() {
@@ -200,11 +218,15 @@ NPROC=$(nproc)
 POOL=${BENCH_WEB_POOL:-4}
 FPM_CHILDREN=${BENCH_WEB_FPM_CHILDREN:-$((4 * NPROC))}
 APACHE_WORKERS=${BENCH_WEB_APACHE_WORKERS:-150}
+APACHE_FRESH_WORKERS=${BENCH_WEB_FRESH_WORKERS:-32}
+FPM_FRESH_CHILDREN=${BENCH_WEB_FRESH_WORKERS:-4}
 DB=$TETHER_DB_NAME
 
-log "web bench: building bin/tetherd and bin/goservice"
+log "web bench: building bin/tetherd, bin/goservice and the Bigtable emulator"
 go build -o bin/tetherd ./cmd/tetherd
 go build -o bin/goservice ./bench/goservice
+# The emulator that gcloud runs, from the module tetherd's backend already depends on.
+go build -o "$WEB/bigtable/btemulator" cloud.google.com/go/bigtable/cmd/emulator
 
 # Every PHP worker may hold a persistent link of each kind at once, and connect-per-request rows add as many again.
 # Its own tmpdir: /tmp is shared with whatever else runs on the machine.
@@ -260,6 +282,22 @@ for check in \
 	[[ "$check" == 10000 ]] || die "bench_kv has $check rows, want 10000"
 done
 
+# Cassandra: seed E1's keyspace, one role for tetherd and one for the Go service (passwords = names).
+TETHER_CASSANDRA_PORT=${BENCH_WEB_CASSANDRA_PORT:-19242} TETHER_CASSANDRA_STORAGE_PORT=17200 TETHER_CASSANDRA_JMX_PORT=17299 \
+	start_cassandra "$WEB/cassandra"
+CASS_ROLES=(tetherd:$TETHER_DB_USER goservice:bench_go)
+php bench/cli/load-cassandra.php "$CASSANDRA_HOST" "$CASSANDRA_USER" "$CASSANDRA_PASSWORD" "${CASS_ROLES[@]#*:}" ||
+	die "cannot load seed E1's data into Cassandra"
+
+# The Bigtable emulator; tetherd creates seed E2's table in it (table= in its DSN), then the rows are loaded.
+BT_PORT=$(free_port "${BENCH_WEB_BIGTABLE_PORT:-18086}")
+BT_TABLE=bench_bt
+log "bigtable emulator: starting on 127.0.0.1:$BT_PORT"
+"$WEB/bigtable/btemulator" -host 127.0.0.1 -port "$BT_PORT" </dev/null >"$WEB/bigtable/btemulator.log" 2>&1 &
+BTEMULATOR_PID=$!
+echo "$BTEMULATOR_PID" >"$WEB/bigtable/btemulator.pid"
+await "bigtable emulator" "$BTEMULATOR_PID" "$WEB/bigtable/btemulator.log" 15 grep -q 'running on' "$WEB/bigtable/btemulator.log"
+
 # ---------------------------------------------------------------------------------------------------------------
 # pgbouncer, tetherd, the Go service
 
@@ -305,16 +343,29 @@ type = "postgres"
 dsn = "$PG_DSN"
 max_conns = $POOL
 min_conns = $POOL
+
+[backends.cass]
+type = "cassandra"
+dsn = "cassandra://$TETHER_DB_USER:$TETHER_DB_USER@$CASSANDRA_HOST/test"
+max_conns = $POOL
+
+[backends.bt]
+type = "bigtable"
+dsn = "bigtable://bench/bench?emulator=127.0.0.1:$BT_PORT&table=$BT_TABLE:f"
 EOF
 log "tetherd: starting (pool $POOL per backend)"
 bin/tetherd -config "$WEB/tetherd/tetherd.toml" </dev/null >"$WEB/tetherd/tetherd.log" 2>&1 &
 TETHERD_PID=$!
 echo "$TETHERD_PID" >"$WEB/tetherd/tetherd.pid"
 await tetherd "$TETHERD_PID" "$WEB/tetherd/tetherd.log" 15 test -S "$TETHER_SOCKET"
+php bench/web/load-bigtable.php "$TETHER_SOCKET" bt "$BT_TABLE" || die "cannot load seed E2's rows into Bigtable"
 
 GO_PORT=$(free_port "${BENCH_WEB_GO_PORT:-18089}")
 log "goservice: starting on 127.0.0.1:$GO_PORT (pool $POOL)"
-bin/goservice -listen "127.0.0.1:$GO_PORT" -pool "$POOL" -dsn "bench_go:bench_go@unix($MARIADB_SOCKET)/$DB" \
+BIGTABLE_EMULATOR_HOST=127.0.0.1:$BT_PORT bin/goservice -listen "127.0.0.1:$GO_PORT" -pool "$POOL" \
+	-dsn "bench_go:bench_go@unix($MARIADB_SOCKET)/$DB" \
+	-cassandra "$CASSANDRA_HOST" -cassandra-user bench_go -cassandra-password bench_go -cassandra-keyspace test \
+	-bigtable "bench/bench/$BT_TABLE" \
 	</dev/null >"$WEB/goservice/goservice.log" 2>&1 &
 GOSERVICE_PID=$!
 echo "$GOSERVICE_PID" >"$WEB/goservice/goservice.pid"
@@ -347,6 +398,9 @@ return [
     'go_url' => 'http://127.0.0.1:$GO_PORT',
     'go_host' => '127.0.0.1',
     'go_port' => $GO_PORT,
+    'cassandra_host' => '127.0.0.1',
+    'cassandra_port' => $CASSANDRA_PORT,
+    // Database users (MariaDB, PostgreSQL) and Cassandra roles, by the user keys of rows.php's conns.
     'users' => [
 $(php_users "${MYSQL_USERS[@]}" "${PG_USERS[@]}")
         'tetherd' => '$TETHER_DB_USER',
@@ -360,10 +414,12 @@ runuser -u www-data -- test -r "$HTDOCS/lib.php" || die "www-data cannot read $H
 # One phase per web server: start it, run bench.php against it, stop it (its workers' persistent connections close
 # with it, so each phase counts only its own).
 
+# start_apache starts apache2 prefork + mod_php, and its fresh-worker copy for the read-latency probe: the same
+# config with MaxConnectionsPerChild 1 (each worker serves one connection, then is replaced) on its own port.
 start_apache() {
 	APACHE_PORT=$(free_port "${BENCH_WEB_APACHE_PORT:-18081}")
 	render bench/web/conf/apache2.conf "$WEB/apache/apache2.conf" DIR="$WEB/apache" PORT="$APACHE_PORT" \
-		HTDOCS="$HTDOCS" WORKERS="$APACHE_WORKERS"
+		HTDOCS="$HTDOCS" WORKERS="$APACHE_WORKERS" MIN_SPARE=5 MAX_PER_CHILD=0
 	log "apache2: starting prefork + mod_php on 127.0.0.1:$APACHE_PORT ($APACHE_WORKERS workers)"
 	# Its own session: on stop, apache2 signals its whole process group, which would otherwise include this script.
 	# (setsid execs, not being a group leader here, so $! is apache2 itself.)
@@ -371,46 +427,62 @@ start_apache() {
 	APACHE_PID=$!
 	await apache2 "$APACHE_PID" "$WEB/apache/error.log" 30 curl -fsS -o /dev/null "http://127.0.0.1:$APACHE_PORT/empty.php"
 	await "apache2 workers" "$APACHE_PID" "$WEB/apache/error.log" 30 has_children "$APACHE_PID" "$APACHE_WORKERS"
-	URL=http://127.0.0.1:$APACHE_PORT WEB_PIDS=$APACHE_PID WORKERS=$APACHE_WORKERS
+
+	local fresh_port
+	fresh_port=$(free_port "${BENCH_WEB_APACHE_FRESH_PORT:-18082}")
+	render bench/web/conf/apache2.conf "$WEB/apache-fresh/apache2.conf" DIR="$WEB/apache-fresh" PORT="$fresh_port" \
+		HTDOCS="$HTDOCS" WORKERS="$APACHE_FRESH_WORKERS" MIN_SPARE="$APACHE_FRESH_WORKERS" MAX_PER_CHILD=1
+	log "apache2 (fresh workers): starting on 127.0.0.1:$fresh_port ($APACHE_FRESH_WORKERS spare workers, one connection each)"
+	setsid apache2 -f "$WEB/apache-fresh/apache2.conf" -DFOREGROUND </dev/null >"$WEB/apache-fresh/stdout.log" 2>&1 &
+	APACHE_FRESH_PID=$!
+	await "apache2 (fresh workers)" "$APACHE_FRESH_PID" "$WEB/apache-fresh/error.log" 30 \
+		has_children "$APACHE_FRESH_PID" "$APACHE_FRESH_WORKERS"
+	URL=http://127.0.0.1:$APACHE_PORT FRESH_URL=http://127.0.0.1:$fresh_port WEB_PIDS=$APACHE_PID WORKERS=$APACHE_WORKERS
 }
 
+# start_nginx starts php-fpm, with its pool of long-lived workers and the read-latency probe's pool of fresh ones
+# (pm.max_requests = 1), and nginx in front of both (/fresh/<page> goes to the second).
 start_nginx() {
 	NGINX_PORT=$(free_port "${BENCH_WEB_NGINX_PORT:-18080}")
-	local fpm_sock=$WEB/run/php-fpm.sock
+	local fpm_sock=$WEB/run/php-fpm.sock fresh_sock=$WEB/run/php-fpm-fresh.sock
 	check_socket_path "$fpm_sock"
+	check_socket_path "$fresh_sock"
 	cp bench/web/conf/content-length.php "$WEB/www/content-length.php"
 	chmod a+r "$WEB/www/content-length.php"
 	render bench/web/conf/php-fpm.conf "$WEB/fpm/php-fpm.conf" DIR="$WEB/fpm" FPM_SOCKET="$fpm_sock" CHILDREN="$FPM_CHILDREN" \
-		PREPEND="$WEB/www/content-length.php"
-	log "php-fpm: starting pm = static with $FPM_CHILDREN workers"
+		PREPEND="$WEB/www/content-length.php" FPM_FRESH_SOCKET="$fresh_sock" FRESH_CHILDREN="$FPM_FRESH_CHILDREN"
+	log "php-fpm: starting pm = static with $FPM_CHILDREN workers (and $FPM_FRESH_CHILDREN one-request workers)"
 	php-fpm8.2 --nodaemonize --fpm-config "$WEB/fpm/php-fpm.conf" </dev/null >"$WEB/fpm/stdout.log" 2>&1 &
 	FPM_PID=$!
 	await php-fpm "$FPM_PID" "$WEB/fpm/error.log" 30 test -S "$fpm_sock"
-	await "php-fpm workers" "$FPM_PID" "$WEB/fpm/error.log" 30 has_children "$FPM_PID" "$FPM_CHILDREN"
+	await "php-fpm workers" "$FPM_PID" "$WEB/fpm/error.log" 30 has_children "$FPM_PID" "$((FPM_CHILDREN + FPM_FRESH_CHILDREN))"
 	render bench/web/conf/nginx.conf "$WEB/nginx/nginx.conf" DIR="$WEB/nginx" PORT="$NGINX_PORT" HTDOCS="$HTDOCS" \
-		FPM_SOCKET="$fpm_sock"
+		FPM_SOCKET="$fpm_sock" FPM_FRESH_SOCKET="$fresh_sock"
 	log "nginx: starting on 127.0.0.1:$NGINX_PORT"
 	nginx -p "$WEB/nginx" -c "$WEB/nginx/nginx.conf" -e "$WEB/nginx/error.log" </dev/null >"$WEB/nginx/stdout.log" 2>&1 &
 	NGINX_PID=$!
 	await nginx "$NGINX_PID" "$WEB/nginx/error.log" 30 curl -fsS -o /dev/null "http://127.0.0.1:$NGINX_PORT/empty.php"
-	URL=http://127.0.0.1:$NGINX_PORT WEB_PIDS="$NGINX_PID $FPM_PID" WORKERS=$FPM_CHILDREN
+	URL=http://127.0.0.1:$NGINX_PORT FRESH_URL=http://127.0.0.1:$NGINX_PORT/fresh WEB_PIDS="$NGINX_PID $FPM_PID" WORKERS=$FPM_CHILDREN
 }
 
 if [[ "$SERVE" == 1 ]]; then
-	apache_url='' nginx_url=''
+	apache_url='' nginx_url='' apache_fresh_url='' nginx_fresh_url=''
 	for server in ${SERVERS//,/ }; do
 		"start_$server"
 		printf -v "${server}_url" '%s' "$URL"
+		printf -v "${server}_fresh_url" '%s' "$FRESH_URL"
 	done
 	{
-		echo "==> web bench: serving (Ctrl-C stops everything)"
-		[[ -n "$apache_url" ]] && echo "    apache2     $apache_url/<page>.php (pid $APACHE_PID)"
-		[[ -n "$nginx_url" ]] && echo "    nginx       $nginx_url/<page>.php (pid $NGINX_PID, php-fpm $FPM_PID)"
+		echo "==> web bench: serving (Ctrl-C stops everything; add ?t=1 to a page for its read time and pid in headers)"
+		[[ -n "$apache_url" ]] && echo "    apache2     $apache_url/<page>.php (pid $APACHE_PID); fresh workers: $apache_fresh_url/<page>.php"
+		[[ -n "$nginx_url" ]] && echo "    nginx       $nginx_url/<page>.php (pid $NGINX_PID, php-fpm $FPM_PID); fresh workers: $nginx_fresh_url/<page>.php"
 		echo "    tetherd     pid $TETHERD_PID, socket $TETHER_SOCKET"
 		echo "    goservice   pid $GOSERVICE_PID, http://127.0.0.1:$GO_PORT"
 		echo "    pgbouncer   pid $PGBOUNCER_PID, port $PGBOUNCER_PORT"
 		echo "    MariaDB     pid $MARIADB_PID, socket $MARIADB_SOCKET (root, no password)"
 		echo "    PostgreSQL  pid $PG_PID, socket dir $PG_SOCKET_DIR, port $PG_PORT (postgres, trust)"
+		echo "    Cassandra   pid $CASSANDRA_PID, $CASSANDRA_HOST ($CASSANDRA_USER/$CASSANDRA_PASSWORD), keyspace test"
+		echo "    Bigtable    emulator pid $BTEMULATOR_PID, 127.0.0.1:$BT_PORT, bench/bench table $BT_TABLE"
 	} >&2
 	sleep infinity &
 	SLEEP_PID=$!
@@ -420,23 +492,25 @@ fi
 
 quick_args=()
 [[ "$QUICK" == 1 ]] && quick_args=(--quick)
-export BENCH_WEB_CONFIG=$HTDOCS/config.php TETHERD_PID GOSERVICE_PID PGBOUNCER_PID MARIADB_PID PG_PID
+export BENCH_WEB_CONFIG=$HTDOCS/config.php TETHERD_PID GOSERVICE_PID PGBOUNCER_PID MARIADB_PID PG_PID CASSANDRA_PID BTEMULATOR_PID
 export BENCH_WEB_PG_ADMIN_DSN="host=$PG_SOCKET_DIR port=$PG_PORT user=postgres dbname=$DB"
+export BENCH_WEB_CASSANDRA_ADMIN="$CASSANDRA_USER:$CASSANDRA_PASSWORD"
 export CLK_TCK=${CLK_TCK:-$(getconf CLK_TCK)}
 phase_files=()
 for server in ${SERVERS//,/ }; do
 	"start_$server"
 	log "web bench: $server: running bench/web/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
 	# In the background and waited for, so that a signal runs the EXIT trap at once.
-	php -d memory_limit=1G bench/web/bench.php phase --server "$server" --url "$URL" --web-pids "$WEB_PIDS" \
-		--workers "$WORKERS" --out "$WEB/results/$server.json" "${quick_args[@]}" "${BENCH_ARGS[@]}" &
+	php -d memory_limit=1G bench/web/bench.php phase --server "$server" --url "$URL" --fresh-url "$FRESH_URL" \
+		--web-pids "$WEB_PIDS" --workers "$WORKERS" --out "$WEB/results/$server.json" "${quick_args[@]}" "${BENCH_ARGS[@]}" &
 	BENCH_PHP_PID=$!
 	rc=0
 	wait "$BENCH_PHP_PID" || rc=$?
 	BENCH_PHP_PID=
 	((rc == 0)) || die "bench/web/bench.php failed against $server (exit $rc); logs in $WEB"
 	for p in "$TETHERD_PID:tetherd:$WEB/tetherd/tetherd.log" "$PGBOUNCER_PID:pgbouncer:$WEB/pgbouncer/pgbouncer.log" \
-		"$GOSERVICE_PID:goservice:$WEB/goservice/goservice.log"; do
+		"$GOSERVICE_PID:goservice:$WEB/goservice/goservice.log" "$CASSANDRA_PID:cassandra:$CASSANDRA_DIR/logs/system.log" \
+		"$BTEMULATOR_PID:btemulator:$WEB/bigtable/btemulator.log"; do
 		IFS=: read -r pid name logf <<<"$p"
 		pid_alive "$pid" || { tail_file "$logf"; die "$name died during the $server phase"; }
 	done
@@ -459,7 +533,9 @@ export BENCH_WEB_WORKERS="apache2 prefork: $APACHE_WORKERS workers; php-fpm: pm 
 export BENCH_WEB_POOL=$POOL
 BENCH_WEB_MARIADB_VERSION=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
 BENCH_WEB_PG_VERSION=$("$TETHER_PG_BINDIR/postgres" --version | awk '{ print $3 }')
-export BENCH_WEB_LOAD_AFTER BENCH_WEB_MARIADB_VERSION BENCH_WEB_PG_VERSION
+BENCH_WEB_CASSANDRA_VERSION=$TETHER_CASSANDRA_VERSION
+BENCH_WEB_BIGTABLE_VERSION=$(go list -m -f '{{.Version}}' cloud.google.com/go/bigtable)
+export BENCH_WEB_LOAD_AFTER BENCH_WEB_MARIADB_VERSION BENCH_WEB_PG_VERSION BENCH_WEB_CASSANDRA_VERSION BENCH_WEB_BIGTABLE_VERSION
 stop_all
 php bench/web/bench.php report --json "$WEB/results/results.json" "${phase_files[@]}" >"$WEB/results/section.md"
 

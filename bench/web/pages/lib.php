@@ -21,6 +21,11 @@ declare(strict_types=1);
 const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
 const SQL_POINT_PG = 'SELECT id, name, score, created FROM bench_kv WHERE id = $1';
 const TABLE_ROWS = 10000;
+// Seed E1's reads (bench/cli/seed-e1.php): get('a') on c1, get_super_column('a', 'b1') on s1, keyspace test.
+const CASS_KEY = 'a';
+const CASS_SUPER = 'b1';
+// Seed E2's table: 10,000 rows keyed by the id as decimal text, columns f:name, f:score, f:created (bench_kv's values).
+const BT_TABLE = 'bench_bt';
 
 /** cfg returns the run's configuration (config.php, written by run.sh). */
 function cfg(): array
@@ -45,6 +50,59 @@ function render_row(?array $row): string
         throw new RuntimeException('no such row');
     }
     return sprintf("%5d %-10s %3d %s\n", $row['id'], $row['name'], $row['score'], strtr(substr((string) $row['created'], 0, 19), 'T', ' '));
+}
+
+/**
+ * render_cells formats the cells of a Cassandra row, name => value, one "name value" line each: what the E1 pages
+ * print, whatever they read through.
+ *
+ * @param array<string, string> $cells
+ */
+function render_cells(array $cells): string
+{
+    if (!$cells) {
+        throw new RuntimeException('no such row');
+    }
+    $out = '';
+    foreach ($cells as $name => $value) {
+        $out .= sprintf("%-6s %s\n", $name, $value);
+    }
+    return $out;
+}
+
+/** bt_row maps a wide Bigtable row (key, f:name, f:score, f:created) to the fields of render_row. */
+function bt_row(?array $row): ?array
+{
+    return $row === null ? null : ['id' => $row['key'], 'name' => $row['f:name'], 'score' => $row['f:score'], 'created' => $row['f:created']];
+}
+
+/**
+ * timed runs $read, a page's data access (from getting the client to holding the decoded row), and returns its
+ * result. With ?t=1, which only the driver's read-latency probe sends, it also answers how long that took and which
+ * worker ran it, as headers: X-Read-Ns (hrtime), X-Pid, and X-Db-Us when the Go service said how long its database
+ * call took (Server-Timing). With ?t=2 it then runs $read once more and sends that time too (X-Read2-Ns): in a fresh
+ * worker, the second read tells the first read's connect and first-time costs from the rest. Under ab there is no
+ * ?t, and a page does and sends nothing more than the others.
+ */
+function timed(callable $read): mixed
+{
+    $t0 = hrtime(true);
+    $result = $read();
+    $ns = hrtime(true) - $t0;
+    if (isset($_GET['t'])) {
+        $db = $GLOBALS['go_db_ms'] ?? null;
+        header("X-Read-Ns: $ns");
+        header('X-Pid: ' . getmypid());
+        if ($db !== null) {
+            header(sprintf('X-Db-Us: %.0f', $db * 1000));
+        }
+        if ($_GET['t'] === '2') {
+            $t0 = hrtime(true);
+            $read();
+            header('X-Read2-Ns: ' . (hrtime(true) - $t0));
+        }
+    }
+    return $result;
 }
 
 /** tether returns a Tether client on the run's socket (the socket itself is persistent, one per PHP worker). */
@@ -114,7 +172,8 @@ function go_curl(string $path): array
 /**
  * go_keepalive GETs $path from the Go service over a persistent socket (pfsockopen): the worker keeps one HTTP/1.1
  * keep-alive connection across requests, which is as close as PHP gets to a client holding a connection. A socket
- * found closed before any reply byte is reopened once.
+ * found closed before any reply byte is reopened once. The service's Server-Timing (its database call) is kept for
+ * timed().
  */
 function go_keepalive(string $path): array
 {
@@ -138,6 +197,8 @@ function go_keepalive(string $path): array
     while (($line = fgets($s)) !== false && $line !== "\r\n") {
         if (strncasecmp($line, 'Content-Length:', 15) === 0) {
             $len = (int) trim(substr($line, 15));
+        } elseif (strncasecmp($line, 'Server-Timing: db;dur=', 22) === 0) {
+            $GLOBALS['go_db_ms'] = (float) substr($line, 22); // for timed()
         }
     }
     if ($len === null || !str_starts_with($status, 'HTTP/1.1 200 ')) {
