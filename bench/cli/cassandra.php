@@ -52,6 +52,20 @@ function ticks(int $pid): int
     return (int) $f[11] + (int) $f[12];
 }
 
+/** machine_ticks returns the busy CPU time of the whole machine (all CPUs, not idle, iowait or steal), in ticks. */
+function machine_ticks(): int
+{
+    $f = preg_split('/\s+/', trim(strtok(file_get_contents('/proc/stat'), "\n")));
+    return (int) $f[1] + (int) $f[2] + (int) $f[3] + (int) $f[6] + (int) $f[7];
+}
+
+/** own_ticks returns this process's CPU time, in ticks. */
+function own_ticks(int $clk): float
+{
+    $r = getrusage();
+    return ($r['ru_utime.tv_sec'] + $r['ru_stime.tv_sec'] + ($r['ru_utime.tv_usec'] + $r['ru_stime.tv_usec']) / 1e6) * $clk;
+}
+
 $opt = ['quick' => false, 'iterations' => null, 'connect-iterations' => null, 'rounds' => null, 'json' => null];
 for ($i = 1; $i < $argc; $i++) {
     $a = $argv[$i];
@@ -149,6 +163,7 @@ $phases = [];
 // Rounds: every row its share, one call at a time.
 $lat = $cpu = [];
 $t0 = microtime(true);
+$busy0 = [machine_ticks(), own_ticks($clk) + ticks($tetherdPid) + ticks($cassPid)];
 for ($r = 0; $r < $rounds; $r++) {
     $order = $r % 2 ? array_reverse($rows, true) : $rows;
     foreach ($order as $k => $row) {
@@ -166,8 +181,11 @@ for ($r = 0; $r < $rounds; $r++) {
     }
     progress(sprintf('cassandra: round %d/%d done', $r + 1, $rounds));
 }
+$busy1 = [machine_ticks(), own_ticks($clk) + ticks($tetherdPid) + ticks($cassPid)];
 $open->close();
 $wall = microtime(true) - $t0;
+// Other work on the machine meanwhile, in percent of its CPUs (the kernel accounts the two sums a few percent apart).
+$foreign = max(0.0, ($busy1[0] - $busy0[0]) - ($busy1[1] - $busy0[1])) / $clk / $wall / (int) trim((string) shell_exec('nproc')) * 100;
 
 $stats = [];
 foreach ($rows as $k => $row) {
@@ -204,8 +222,10 @@ printf("Cassandra %s, one node on loopback, password authentication (PasswordAut
     . "round%s (%.0f s); every answer checked against the data. Tether: `Client::scan()` with the key prefix (tetherd's "
     . "Cassandra backend, pool of 4). Connection per read: bench/cli/cql.php, a minimal CQL native-protocol v4 client in pure PHP "
     . "(no maintained PHP extension exists): TCP connect, STARTUP, SASL PLAIN password, QUERY, close, as a page without a "
-    . "persistent driver does. CPU per call: utime+stime from /proc (10 ms ticks, summed over the row's calls).\n\n",
-    getenv('BENCH_CASSANDRA_VERSION') ?: '?', $rounds, $rounds === 1 ? '' : 's', $wall);
+    . "persistent driver does. CPU per call: utime+stime from /proc (10 ms ticks, summed over the row's calls). "
+    . "Other processes used %.1f%% of the machine's CPU time meanwhile%s.\n\n",
+    getenv('BENCH_CASSANDRA_VERSION') ?: '?', $rounds, $rounds === 1 ? '' : 's', $wall, $foreign,
+    $foreign > 5 ? ' (**skewed: other work shared the CPUs**)' : '');
 echo "| read | row | calls | p50 us | p99 us | mean us | reads/s | mean / Tether's | tetherd CPU us/call | Cassandra CPU us/call |\n";
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 foreach ($stats as $k => $s) {
@@ -238,5 +258,5 @@ echo "\n";
 
 if ($opt['json'] !== null) {
     file_put_contents($opt['json'], json_encode(['rows' => $stats, 'breakdown' => $breakdown, 'targets' => $targets,
-        'rounds' => $rounds, 'wall_s' => $wall], JSON_PRETTY_PRINT) . "\n");
+        'rounds' => $rounds, 'wall_s' => $wall, 'foreign_cpu_pct' => $foreign], JSON_PRETTY_PRINT) . "\n");
 }
