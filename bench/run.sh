@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench/run.sh: the benchmark suite (`make bench`): the CLI benchmark (bench/cli/run.sh), then the web-server
-# benchmark (bench/web/run.sh). See docs/benchmarks.md.
+# bench/run.sh: the benchmark suite (`make bench`): the CLI benchmark (bench/cli/run.sh), the web-server
+# benchmark (bench/web/run.sh), then the fan-out and join benchmark (bench/fanout/run.sh). See docs/benchmarks.md.
 #
 #   bash bench/run.sh [--quick] [--write]
 #
-# --quick and --write (or BENCH_QUICK=1 / BENCH_WRITE=1) are passed to both; each prints its markdown on stdout.
+# --quick and --write (or BENCH_QUICK=1 / BENCH_WRITE=1) are passed to each; each prints its markdown on stdout.
 # For a suite's own options, run its command directly.
 set -euo pipefail
 
@@ -18,7 +18,7 @@ while (($#)); do
 		exit 0
 		;;
 	*)
-		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh or bench/web/run.sh)" >&2
+		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh or bench/fanout/run.sh)" >&2
 		exit 2
 		;;
 	esac
@@ -28,3 +28,5 @@ done
 bash "$ROOT/bench/cli/run.sh" "${args[@]}"
 echo
 bash "$ROOT/bench/web/run.sh" "${args[@]}"
+echo
+bash "$ROOT/bench/fanout/run.sh" "${args[@]}"
