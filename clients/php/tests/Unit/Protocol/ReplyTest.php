@@ -5,6 +5,8 @@ declare(strict_types=1);
 namespace Tether\Tests\Unit\Protocol;
 
 use PHPUnit\Framework\TestCase;
+use Tether\ColumnarResult;
+use Tether\HttpResponse;
 use Tether\Protocol\Reply;
 use Tether\ScanResult;
 
@@ -97,5 +99,46 @@ final class ReplyTest extends TestCase
         self::assertSame(0, Reply::exec(['affected' => 2])?->lastInsertId, 'a missing insert_id is 0');
         self::assertNull(Reply::exec(['insert_id' => 9]));
         self::assertNull(Reply::exec(['affected' => '2', 'insert_id' => 9]));
+    }
+
+    public function testColumnsKeepTheDataAsItCame(): void
+    {
+        $result = Reply::columns(['id' => 3, 'columns' => ['a', 'b'], 'count' => 2, 'data' => [[1, null], ['x', 'y']], 'cursor' => "\x00c"]);
+        self::assertInstanceOf(ColumnarResult::class, $result);
+        self::assertSame([1, null], $result->column('a'));
+        self::assertSame("\x00c", $result->cursor());
+        self::assertSame(0, Reply::columns(['columns' => [], 'count' => 0, 'data' => []])?->count(), 'no columns, no rows');
+    }
+
+    /** @dataProvider malformedColumnReplies */
+    public function testMalformedColumnReplyIsNull(array $reply): void
+    {
+        self::assertNull(Reply::columns($reply));
+    }
+
+    /** @return iterable<string, array{array<mixed>}> */
+    public static function malformedColumnReplies(): iterable
+    {
+        yield 'a row-oriented reply' => [['columns' => ['a'], 'rows' => [[1]]]];
+        yield 'no count' => [['columns' => ['a'], 'data' => [[1]]]];
+        yield 'negative count' => [['columns' => [], 'count' => -1, 'data' => []]];
+        yield 'a column short' => [['columns' => ['a', 'b'], 'count' => 2, 'data' => [[1, 2], [1]]]];
+        yield 'a column long' => [['columns' => ['a'], 'count' => 1, 'data' => [[1, 2]]]];
+        yield 'fewer columns of data than names' => [['columns' => ['a', 'b'], 'count' => 1, 'data' => [[1]]]];
+        yield 'a column that is not a list' => [['columns' => ['a'], 'count' => 1, 'data' => [[5 => 1]]]];
+        yield 'a column name that is not a string' => [['columns' => [7], 'count' => 1, 'data' => [[1]]]];
+        yield 'a cursor that is not a string' => [['columns' => ['a'], 'count' => 0, 'data' => [[]], 'cursor' => 5]];
+    }
+
+    public function testHttp(): void
+    {
+        $response = Reply::http(['id' => 1, 'status' => 503, 'headers' => ['retry-after' => ['5']], 'body' => "down\xff"]);
+        self::assertInstanceOf(HttpResponse::class, $response);
+        self::assertSame([503, ['retry-after' => ['5']], "down\xff"], [$response->status, $response->headers, $response->body]);
+        self::assertSame([204, [], ''], (static fn (HttpResponse $r): array => [$r->status, $r->headers, $r->body])(Reply::http(['status' => 204])), 'no headers, no body');
+        self::assertNull(Reply::http(['headers' => [], 'body' => '']), 'no status');
+        self::assertNull(Reply::http(['status' => '200']));
+        self::assertNull(Reply::http(['status' => 200, 'headers' => ['a' => 'one value, not a list']]));
+        self::assertNull(Reply::http(['status' => 200, 'body' => 5]));
     }
 }
