@@ -12,6 +12,7 @@ declare(strict_types=1);
 spl_autoload_register(static function (string $class): void {
     static $map = [
         'Tether\\Batch\\Operation' => 'Batch/Operation.php',
+        'Tether\\Batch\\PendingBatch' => 'Batch/PendingBatch.php',
         'Tether\\Bigtable\\Mutation' => 'Bigtable/Mutation.php',
         'Tether\\Client' => 'Client.php',
         'Tether\\ColumnarResult' => 'ColumnarResult.php',

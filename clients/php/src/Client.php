@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether;
 
 use Tether\Batch\Operation;
+use Tether\Batch\PendingBatch;
 use Tether\Bigtable\Mutation;
 use Tether\Connection\CommunicationException;
 use Tether\Connection\StreamConnection;
@@ -16,14 +17,16 @@ use Tether\Protocol\Request;
 use Tether\Server\ServerException;
 
 /**
- * Client runs SQL on the backends of a tetherd daemon over one local socket, and reads and writes rows by primary
- * key on any backend (the key API: get, multiGet, scan, put, delete), including Cassandra and Bigtable.
+ * Client runs SQL on the backends of a tetherd daemon over one local socket, reads and writes rows by primary
+ * key on any backend (the key API: get, multiGet, scan, put, delete), including Cassandra and Bigtable, calls
+ * configured HTTP upstreams (http), and joins rows across tables and backends on tetherd (join).
  *
  * The socket is persistent by default: a php-fpm or mod_php worker keeps it across PHP requests, so a page pays
  * one local round trip per call and no connect. Clients of one process that name the same persistent address
  * share its socket. The constructor connects nothing; the first call does.
  *
- * Every call is synchronous and throws a TetherException subclass on failure:
+ * Every call is synchronous, except sendBatch(), which returns at once and is collected later; calls made while
+ * batches are pending work as usual. A call throws a TetherException subclass on failure:
  * - ServerException: tetherd answered with an error; isRetryable() says whether sending it again is safe.
  * - CommunicationException: the request was not sent (tetherd unreachable); safe to retry.
  * - UnknownOutcomeException (a CommunicationException): the request was sent but no reply came; it may or may
@@ -154,6 +157,23 @@ final class Client
     }
 
     /**
+     * queryColumns runs a statement that returns rows, like query(), and returns them in column-oriented form: a
+     * ColumnarResult, which decodes with far fewer allocations (one array per column instead of one per row) and
+     * hands out each column as it is. Use it for many rows read by column; rows() builds the usual rows. Errors as
+     * query().
+     *
+     * @param array<mixed> $params
+     */
+    public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ColumnarResult
+    {
+        return Reply::columns($this->connection->request(
+            Request::query($sql, $params, $backend ?? $this->backend, null, $timeoutMs, true),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('query');
+    }
+
+    /**
      * execute runs a statement for its effect (INSERT, UPDATE, DDL, ...). Errors as query().
      *
      * @param array<mixed> $params
@@ -263,6 +283,24 @@ final class Client
     }
 
     /**
+     * scanColumns is scan() answered in column-oriented form (see queryColumns()); its cursor() is the next page's.
+     * Errors as scan().
+     *
+     * @param array<mixed> $prefix
+     * @param array<mixed>|null $start
+     * @param array<mixed>|null $end
+     * @param array<string> $columns
+     */
+    public function scanColumns(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): ColumnarResult
+    {
+        return Reply::columns($this->connection->request(
+            Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend ?? $this->backend, $timeoutMs, true),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('scan');
+    }
+
+    /**
      * scanAll is scan() over every page: a generator that yields the rows one by one (keys 0, 1, 2, ...), asking
      * for the next page of $pageSize rows when the previous one is used up. Nothing is sent before the first row
      * is asked for, and a failure is thrown from the iteration. $cursor resumes an earlier scan; $timeoutMs bounds
@@ -346,6 +384,23 @@ final class Client
     {
         return Reply::page($this->connection->request(
             Request::readRows($table, $options, $backend ?? $this->backend, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('read_rows');
+    }
+
+    /**
+     * readRowsColumns is readRows() answered in column-oriented form (see queryColumns()): columns key, family,
+     * qualifier, timestamp, value. Errors as readRows().
+     *
+     * @param array{keys?: array<string>, prefix?: string|null, start?: string|null, end?: string|null,
+     *              limit?: int, cursor?: string|null, families?: array<string>, columns?: array<string>,
+     *              latest?: bool} $options
+     */
+    public function readRowsColumns(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): ColumnarResult
+    {
+        return Reply::columns($this->connection->request(
+            Request::readRows($table, $options, $backend ?? $this->backend, $timeoutMs, true),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('read_rows');
@@ -464,14 +519,85 @@ final class Client
     }
 
     /**
+     * http sends one request to the HTTP upstream $upstream (a backend of type http in tetherd's config) over
+     * tetherd's warm keep-alive pool to it, and returns the whole response. $path (with its query string) is
+     * appended to the upstream's base URL: a page can reach configured upstreams only, never name a host.
+     *
+     * Any status is a response: a 404 or a 503 comes back as an HttpResponse, never as an exception.
+     *
+     * @param string $upstream the upstream's backend name
+     * @param string $method GET, POST, ...
+     * @param string $path path and query below the upstream's base URL; must start with `/`
+     * @param array<string, string|int> $headers request headers (name => value), over the upstream's defaults;
+     *                                           Host and hop-by-hop headers are refused
+     * @param string|null $body the request body, bytes as they are; null for none
+     * @param int|null $timeoutMs deadline of the whole exchange with the upstream; null for the server's default
+     * @throws LogicException a header value that is not a string or an int
+     * @throws ServerException unavailable (the upstream refused the connection; nothing was sent, retryable),
+     *                         timeout, too_large (body over the upstream's max_response_bytes), backend_error
+     *                         (the connection broke mid-response), bad_request (a path that is not relative, a
+     *                         refused header), unknown_backend
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function http(string $upstream, string $method, string $path, array $headers = [], ?string $body = null, ?int $timeoutMs = null): HttpResponse
+    {
+        return Reply::http($this->connection->request(
+            Request::http($upstream, $method, $path, $headers, $body, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('http');
+    }
+
+    /**
+     * join runs a lookup join on tetherd in one round trip: it runs $left, takes the values of its $on columns
+     * from each row, looks the distinct ones up as keys of $rightTable (batched, on $rightBackend, which may be
+     * another backend than the left's: users in MariaDB, groups in PostgreSQL or Cassandra) and joins the rows:
+     *
+     *     $rows = $client->join(
+     *         Operation::query('SELECT id, name, group_id FROM users WHERE active = ?', [1], 'maria'),
+     *         'groups', on: ['group_id'], rightColumns: ['title'], orderBy: ['title', '-id'],
+     *     )->rows();   // [['id' => 7, 'name' => 'ada', 'group_id' => 3, 'title' => 'admins'], ...]
+     *
+     * The columns are the left's, then $rightColumns (empty: all of the right table's); a right column whose
+     * name is taken already is named `table.column`. A `left` join keeps every left row (right columns null where
+     * nothing matched, or where an $on value is null); an `inner` join keeps the matched ones. Rows keep the
+     * left's order unless $orderBy sorts them (stable, nulls first, strings by their bytes).
+     *
+     * @param Operation $left a query, scan, get, multiGet or readRows operation (Operation::query(), ...)
+     * @param string $rightTable the table whose rows are looked up by primary key
+     * @param list<string> $on the left columns whose values, in the right table's key order, form its key
+     * @param list<string> $rightColumns the right columns to add; empty for all
+     * @param string|null $rightBackend the right table's backend; null for the left's
+     * @param string $kind `left` or `inner`
+     * @param list<string> $orderBy output columns to sort by, in order; `-name` for descending
+     * @param int|null $timeoutMs deadline of the whole join; null for the server's default
+     * @throws LogicException another kind of left operation, a kind other than left or inner, an empty $on
+     * @throws ServerException e.g. unknown_table (either table), bad_request (an unknown $on or $orderBy column,
+     *                         the wrong number of $on columns for the right key), unavailable; the join fails as a
+     *                         whole, never with half-joined rows
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function join(Operation $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): ColumnarResult
+    {
+        return Reply::columns($this->connection->request(
+            Request::join($this->withBackend($left)->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('join');
+    }
+
+    /**
      * batch sends several operations in one frame; tetherd runs them concurrently (within each backend's pool
-     * limits) and answers once, so one round trip can read a MySQL row, a Cassandra slice and a Bigtable row. The
-     * result has the keys of $ops, in their order; each element is what the operation's Client method returns
-     * (rows for a query, an ExecResult for an execute, ?array for a get, a list for a multiGet, a ScanResult for a
-     * scan or readRows, the affected count for a delete, the new value for an increment, a bool for a
+     * limits) and answers once, so one round trip can read a MySQL row, a Cassandra slice and a Bigtable row, and
+     * call two HTTP upstreams. The result has the keys of $ops, in their order; each element is what the
+     * operation's Client method returns (rows for a query, an ExecResult for an execute, ?array for a get, a list
+     * for a multiGet, a ScanResult for a scan or readRows, a ColumnarResult for a join and the *Columns reads, an
+     * HttpResponse for an http, the affected count for a delete, the new value for an increment, a bool for a
      * checkAndMutate, and true for the operations whose method returns nothing: ping, put, mutateRow) or, for an
      * operation that failed, the ServerException describing it, returned and not thrown: one failing operation
      * does not make the others unavailable. An empty $ops returns [] without a round trip.
+     *
+     * batch() is sendBatch() and wait() at once.
      *
      * @param array<array-key, Operation> $ops built with Operation's factories (::query(), ::get(), ...)
      * @param int|null $timeoutMs deadline of the whole batch; an operation may carry a shorter one
@@ -482,44 +608,46 @@ final class Client
      */
     public function batch(array $ops, ?int $timeoutMs = null): array
     {
+        return $this->sendBatch($ops, $timeoutMs)->wait();
+    }
+
+    /**
+     * sendBatch sends a batch like batch() and returns at once, without waiting for the reply: tetherd runs the
+     * operations while the page does its own work, and PendingBatch::wait() collects the results (what batch()
+     * returns). Meanwhile this client (and every client on the same socket) works as usual: queries,
+     * transactions, other batches, each matched with its own reply; pending batches can be waited for in any
+     * order.
+     *
+     *     $pending = $client->sendBatch([
+     *         'user'   => Operation::http('accounts', 'GET', '/users/42'),
+     *         'offers' => Operation::http('offers', 'GET', '/offers?user=42', timeoutMs: 300),
+     *     ]);
+     *     $cart = $client->query('SELECT * FROM cart WHERE user_id = ?', [42]);   // while the upstreams work
+     *     ['user' => $user, 'offers' => $offers] = $pending->wait();
+     *
+     * A batch that is never waited for is abandoned; if its reply has not arrived when the PHP request ends, the
+     * socket is closed, which makes tetherd cancel what is still running.
+     *
+     * @param array<array-key, Operation> $ops
+     * @param int|null $timeoutMs deadline of the whole batch; an operation may carry a shorter one
+     * @throws LogicException an element of $ops is not an Operation
+     * @throws CommunicationException not sent (tetherd unreachable); safe to retry
+     */
+    public function sendBatch(array $ops, ?int $timeoutMs = null): PendingBatch
+    {
         if ($ops === []) {
-            return [];
+            return new PendingBatch(null, 0, 0, [], []);
         }
         $maps = [];
         foreach ($ops as $key => $op) {
             if (!$op instanceof Operation) {
                 throw new LogicException(\sprintf('batch operation %s: want a %s, got %s', $key, Operation::class, \get_debug_type($op)));
             }
-            $request = $op->request;
-            if ($this->backend !== null && $op->op !== 'ping' && !isset($request['backend'])) {
-                $request = ['op' => $op->op, 'backend' => $this->backend] + $request;
-            }
-            $maps[] = $request;
+            $maps[] = $this->withBackend($op)->request;
         }
-        $reply = $this->connection->request(Request::batch($maps, $timeoutMs), $this->timeout, $this->maxFrameBytes);
-        $results = $reply['results'] ?? null;
-        if (!\is_array($results) || \count($results) !== \count($maps) || !\array_is_list($results)) {
-            throw $this->connection->malformedReply('batch');
-        }
+        $id = $this->connection->submit(Request::batch($maps, $timeoutMs), $this->timeout, $this->maxFrameBytes);
 
-        $out = [];
-        $i = 0;
-        foreach ($ops as $key => $op) {
-            $item = $results[$i++];
-            if (!\is_array($item)) {
-                throw $this->connection->malformedReply('batch');
-            }
-            if (isset($item['error'])) {
-                $out[$key] = ServerException::fromError((array) $item['error']);
-                continue;
-            }
-            $out[$key] = self::batchResult($op, $item) ?? throw $this->connection->malformedReply('batch');
-            if ($op->op === 'get') {
-                $out[$key] = $out[$key][0] ?? null;
-            }
-        }
-
-        return $out;
+        return new PendingBatch($this->connection, $id, $this->connection->epoch(), $ops);
     }
 
     /**
@@ -532,25 +660,30 @@ final class Client
     }
 
     /**
-     * batchResult maps a batch operation's successful reply to what the operation's Client method returns (get:
-     * its rows, of which batch() takes the first; methods returning nothing: true), or null when malformed.
-     *
-     * @param array<mixed> $item
+     * withBackend returns $op with the client's default backend where it names none: on the operation itself, or
+     * for a join on its left and right sides. A ping has no backend and an http op always names its upstream.
      */
-    private static function batchResult(Operation $op, array $item): mixed
+    private function withBackend(Operation $op): Operation
     {
-        return match ($op->op) {
-            'query' => Reply::rows($item),
-            'exec' => Reply::exec($item),
-            'get' => Reply::rows($item, 1),
-            'multi_get' => Reply::sparseRows($item, \count($op->request['keys'])),
-            'scan', 'read_rows' => Reply::page($item),
-            'delete' => Reply::affected($item),
-            'put', 'mutate_row' => Reply::affected($item) === null ? null : true,
-            'check_and_mutate' => ($affected = Reply::affected($item)) === null ? null : $affected > 0,
-            'increment' => Reply::counter($item),
-            default => true,
-        };
+        $backend = $this->backend;
+        if ($backend === null || $op->op === 'ping' || $op->op === 'http') {
+            return $op;
+        }
+        $request = $op->request;
+        if ($op->op !== 'join') {
+            return isset($request['backend']) ? $op : $op->with(['op' => $op->op, 'backend' => $backend] + $request);
+        }
+        if (isset($request['left']['backend'], $request['right']['backend'])) {
+            return $op;
+        }
+        if (!isset($request['left']['backend'])) {
+            $request['left'] = ['op' => $request['left']['op'], 'backend' => $backend] + $request['left'];
+        }
+        if (!isset($request['right']['backend'])) {
+            $request['right'] = ['op' => $request['right']['op'], 'backend' => $backend] + $request['right'];
+        }
+
+        return $op->with($request);
     }
 
     /** appendPrevious hangs $cause at the end of $e's chain of previous exceptions. */

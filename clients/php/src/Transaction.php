@@ -146,9 +146,10 @@ final class Transaction
     /** __destruct rolls back a transaction left open, without throwing. */
     public function __destruct()
     {
-        // Not while another reply is due: a destructor run by the garbage collector in the middle of a request
-        // must not interleave frames. The end-of-request hook rolls it back then.
-        if ($this->isOpen() && !$this->connection->isInFlight()) {
+        // Not while a reply is being read: a destructor run by the garbage collector in the middle of it must not
+        // interleave frames. The end-of-request hook rolls it back then. Other pending requests (a batch sent with
+        // sendBatch) do not matter: the rollback's reply is matched by its id.
+        if ($this->isOpen() && !$this->connection->isReading()) {
             try {
                 $this->rollback();
             } catch (\Throwable) {

@@ -9,27 +9,31 @@ use Tether\Protocol\Request;
 use Tether\Server\ServerException;
 
 /**
- * StreamConnection is one socket to tetherd and the synchronous exchange of frames over it: write one request
- * frame, read the reply frame with the same id.
+ * StreamConnection is one socket to tetherd and the exchange of frames over it: write a request frame, read the
+ * reply frame with the same id. Several requests may be pending at once (the protocol pipelines): submit() writes
+ * one and returns its id, await() reads frames until that id's reply comes, keeping the replies of the other
+ * pending requests it reads on the way for their own await(). request() is submit() then await().
  *
  * Lifecycle:
- *  1. The constructor only records the address; the first request() opens the socket (a persistent one is reused
+ *  1. The constructor only records the address; the first submit() opens the socket (a persistent one is reused
  *     from an earlier PHP request of the same worker when PHP finds it alive). On TCP a fresh socket first
  *     sends `hello` with the token.
- *  2. request() writes the frame with one fwrite. If the socket is found dead before the request went out
- *     (write fails: EPIPE, reset; on TCP also EOF seen before writing), it is reopened once and the frame is
+ *  2. submit() writes the frame with one fwrite. If the socket is found dead before the request went out
+ *     (write fails: EPIPE, reset; on TCP also EOF seen before writing), it is dropped, reopened once and the frame
  *     sent on the new socket, unless the request belongs to a transaction: that died with the old socket.
- *  3. request() reads until the reply is complete. Whatever goes wrong after the frame was written (EOF,
- *     timeout, bad frame, another id) throws UnknownOutcomeException and drops the socket: the request is never
- *     re-sent on its own.
- *  4. At the end of the PHP request, endRequest() (a shutdown function) rolls back the transactions still open
- *     on the shared connections, and drops a socket whose reply was never read, so that the next PHP request of
- *     this worker does not inherit a pinned transaction or a stale reply.
+ *  3. await() reads until the reply is complete. Whatever goes wrong after the frame was written (EOF, timeout,
+ *     bad frame, an id that no pending request has) throws UnknownOutcomeException and drops the socket: the
+ *     request is never re-sent on its own. Every request still pending on a dropped socket fails the same way
+ *     when awaited; one whose reply was read before the drop still gets it.
+ *  4. At the end of the PHP request, endRequest() (a shutdown function) drops a socket that still owes a reply
+ *     (a request that died mid-call, or a pending batch never waited for), else rolls back the transactions still
+ *     open on it, so that the next PHP request of this worker inherits neither a pinned transaction nor a stale
+ *     reply.
  *
  * PHP keys persistent sockets by address, so every Client of a process that talks to the same persistent address
- * shares one StreamConnection (see shared()), with one id sequence and one in-flight flag. Request ids run from
- * 1 to 2^32-1 and wrap; on a persistent socket reused from an earlier PHP request they continue above anything
- * that request could have used.
+ * shares one StreamConnection (see shared()), with one id sequence and one set of pending requests. Request ids
+ * run from 1 to 2^32-1 and wrap; on a persistent socket reused from an earlier PHP request they continue above
+ * anything that request could have used.
  *
  * @internal the wire layer; use Tether\Client
  */
@@ -51,7 +55,15 @@ class StreamConnection
     private int $lastId = 0;
     /** epoch counts dropped sockets: a transaction is valid only in the epoch that began it */
     private int $epoch = 0;
-    private bool $inFlight = false;
+    /** reading is true while await() reads frames: a call from a destructor then must not touch the socket */
+    private bool $reading = false;
+    /** @var array<int, array{float, int}> id => [I/O timeout, max frame bytes] of each request written on the
+     *       current socket whose reply was not read yet */
+    private array $pending = [];
+    /** @var array<int, array{int, array<mixed>}> id => [epoch, reply map]: replies read while awaiting another */
+    private array $stash = [];
+    /** @var array<int, true> pending requests nobody will await: their replies are read and thrown away */
+    private array $abandoned = [];
     /** the I/O timeout set on the current stream, -1 when none is set yet */
     private float $appliedTimeout = -1.0;
     /** @var array<int, true> handles of the transactions open on the current socket */
@@ -104,10 +116,7 @@ class StreamConnection
     }
 
     /**
-     * request sends one request map and returns the successful reply map.
-     *
-     * The socket I/O timeout for this exchange is $ioTimeout, raised to timeout_ms + 1 s when the request carries a
-     * longer server-side deadline, so that tetherd's own `timeout` reply arrives before the socket gives up.
+     * request sends one request map and returns the successful reply map: submit(), then await() of its id.
      *
      * @param array<string, mixed> $request a map from Request, `id` first (its value is replaced)
      * @param int|null $txEpoch the epoch() in which the request's transaction began; such a request is never sent
@@ -116,12 +125,34 @@ class StreamConnection
      * @throws ServerException the reply is an error; the connection stays usable (except after id-0 frame errors)
      * @throws UnknownOutcomeException the request was written but no intact reply came back; socket dropped
      * @throws CommunicationException the request was not sent (connect failed, socket dead twice, transaction lost)
-     * @throws LogicException a request is already in flight (a re-entrant call from a destructor)
+     * @throws LogicException a reply is being read on this connection (a re-entrant call from a destructor)
      */
     public function request(array $request, float $ioTimeout, int $maxFrameBytes, ?int $txEpoch = null): array
     {
-        if ($this->inFlight) {
-            throw new LogicException('a request to tetherd is already in flight on this connection');
+        $id = $this->submit($request, $ioTimeout, $maxFrameBytes, $txEpoch);
+
+        return $this->await($id, $this->epoch);
+    }
+
+    /**
+     * submit writes one request map and returns its id, without reading anything; the request is pending until
+     * await() reads its reply. Other requests may be pending on the socket, and others may be sent before this
+     * one is awaited.
+     *
+     * The socket I/O timeout while awaiting the reply is $ioTimeout, raised to timeout_ms + 1 s when the request
+     * carries a longer server-side deadline, so that tetherd's own `timeout` reply arrives before the socket gives
+     * up.
+     *
+     * @param array<string, mixed> $request a map from Request, `id` first (its value is replaced)
+     * @param int|null $txEpoch as for request()
+     * @return int the request's id; epoch() right after the call is the epoch to await it in
+     * @throws CommunicationException the request was not sent (connect failed, socket dead twice, transaction lost)
+     * @throws LogicException a reply is being read on this connection (a re-entrant call from a destructor)
+     */
+    public function submit(array $request, float $ioTimeout, int $maxFrameBytes, ?int $txEpoch = null): int
+    {
+        if ($this->reading) {
+            throw new LogicException('a reply from tetherd is being read on this connection; a request cannot be sent now');
         }
         if ($txEpoch !== null && $txEpoch !== $this->epoch) {
             throw $this->lostTransaction($request);
@@ -135,14 +166,17 @@ class StreamConnection
             $this->applyTimeout($ioTimeout);
         }
 
-        if (!$this->send($this->frame($request))) {
-            // Dead before the request went out: nothing ran, so one more socket may carry it.
+        $frame = $this->frame($request);
+        if (!$this->send($frame, $request['id'], $ioTimeout, $maxFrameBytes)) {
+            // Dead before the request went out: nothing ran, so one more socket may carry it. The requests pending
+            // on the dead socket are lost with it (their await() throws UnknownOutcomeException).
             $this->drop();
             if ($txEpoch !== null) {
                 throw $this->lostTransaction($request);
             }
             $this->open($ioTimeout, $maxFrameBytes);
-            if (!$this->send($this->frame($request))) {
+            $frame = $this->frame($request);
+            if (!$this->send($frame, $request['id'], $ioTimeout, $maxFrameBytes)) {
                 $this->drop();
                 throw new CommunicationException(\sprintf(
                     'write to tetherd at %s failed on a fresh socket too; the request was not sent',
@@ -151,7 +185,55 @@ class StreamConnection
             }
         }
 
-        return $this->receive($this->lastId, $maxFrameBytes);
+        return $request['id'];
+    }
+
+    /**
+     * await returns the successful reply map of request $id, submitted in epoch $epoch: at once if it was read
+     * already (while awaiting another request), else after reading frames until it comes, with the request's own
+     * I/O timeout. Replies of other pending requests read meanwhile are kept for their await().
+     *
+     * @return array<mixed>
+     * @throws ServerException the reply is an error; the connection stays usable (except after id-0 frame errors)
+     * @throws UnknownOutcomeException the socket failed, timed out or got out of sync before the reply came, now or
+     *                                 earlier (the socket of $epoch was dropped); the socket is dropped
+     * @throws LogicException a reply is being read on this connection (a re-entrant call from a destructor)
+     */
+    public function await(int $id, int $epoch): array
+    {
+        if (isset($this->stash[$id]) && $this->stash[$id][0] === $epoch) {
+            $reply = $this->stash[$id][1];
+            unset($this->stash[$id]);
+        } else {
+            if ($epoch !== $this->epoch || !isset($this->pending[$id])) {
+                throw new UnknownOutcomeException(\sprintf(
+                    'the connection to tetherd failed before the reply to request %d arrived; the request may or may not have been executed',
+                    $id,
+                ));
+            }
+            if ($this->reading) {
+                throw new LogicException('a reply from tetherd is being read on this connection; another cannot be awaited now');
+            }
+            $reply = $this->receive($id);
+        }
+        if (isset($reply['error'])) {
+            throw ServerException::fromError((array) $reply['error']);
+        }
+
+        return $reply;
+    }
+
+    /**
+     * abandon says that nobody will await request $id of $epoch: its reply, read or still due, is thrown away.
+     * A reply still due keeps the socket from being reused by the next PHP request (see release()).
+     */
+    public function abandon(int $id, int $epoch): void
+    {
+        if (isset($this->stash[$id]) && $this->stash[$id][0] === $epoch) {
+            unset($this->stash[$id]);
+        } elseif ($epoch === $this->epoch && isset($this->pending[$id])) {
+            $this->abandoned[$id] = true;
+        }
     }
 
     /** epoch returns the current socket generation; it changes whenever the socket is dropped. */
@@ -160,10 +242,19 @@ class StreamConnection
         return $this->epoch;
     }
 
-    /** isInFlight tells whether a request was written and its reply not read yet. */
-    public function isInFlight(): bool
+    /**
+     * isReading tells whether a reply is being read right now, so that a destructor run by the garbage collector
+     * in the middle of it must not send anything.
+     */
+    public function isReading(): bool
     {
-        return $this->inFlight;
+        return $this->reading;
+    }
+
+    /** hasPending tells whether the socket owes replies: requests were written whose replies were not read yet. */
+    public function hasPending(): bool
+    {
+        return $this->pending !== [];
     }
 
     /** track records a transaction opened by `begin` on the current socket, for release(). */
@@ -186,12 +277,13 @@ class StreamConnection
 
     /**
      * release readies the connection for the next PHP request of this worker: it drops the socket if a reply is
-     * still due (the PHP request died mid-call), else rolls back each transaction still open on it, dropping the
-     * socket if a rollback fails (tetherd rolls back the transactions of a closed connection). Never throws.
+     * still due (the PHP request died mid-call, or a pending batch was never waited for; tetherd cancels what a
+     * closed connection still runs), else rolls back each transaction still open on it, dropping the socket if a
+     * rollback fails (tetherd rolls back the transactions of a closed connection). Never throws.
      */
     public function release(): void
     {
-        if ($this->inFlight) {
+        if ($this->pending !== [] || $this->reading) {
             $this->drop();
 
             return;
@@ -280,12 +372,13 @@ class StreamConnection
     private function hello(int $maxFrameBytes): void
     {
         $request = Request::hello((string) $this->token);
-        if (!$this->send($this->frame($request))) {
+        $frame = $this->frame($request);
+        if (!$this->send($frame, $request['id'], $this->appliedTimeout, $maxFrameBytes)) {
             $this->drop();
             throw new CommunicationException(\sprintf('send hello to tetherd at %s failed; the request was not sent', $this->address));
         }
         try {
-            $this->receive($this->lastId, $maxFrameBytes);
+            $this->await($request['id'], $this->epoch);
         } catch (ServerException $e) {
             // tetherd closes the connection after `unauthorized`
             $this->drop();
@@ -297,8 +390,8 @@ class StreamConnection
     }
 
     /**
-     * frame gives $request the next id (also left in lastId) and encodes it as a frame: length prefix and payload.
-     * By reference, so that setting the id does not copy the map.
+     * frame gives $request the next id and encodes it as a frame: length prefix and payload. By reference, so that
+     * setting the id does not copy the map.
      *
      * @param array<string, mixed> $request
      */
@@ -311,12 +404,13 @@ class StreamConnection
     }
 
     /**
-     * send writes a whole frame and marks its reply as due; false when the socket is dead (nothing usable reached
-     * tetherd).
+     * send writes a whole frame and marks the reply to request $id as due; false when the socket is dead (nothing
+     * usable reached tetherd).
      */
-    private function send(string $frame): bool
+    private function send(string $frame, int $id, float $ioTimeout, int $maxFrameBytes): bool
     {
-        $this->inFlight = true;
+        // Due before the write: if the PHP request dies inside fwrite, release() must still drop the socket.
+        $this->pending[$id] = [$ioTimeout, $maxFrameBytes];
         $stream = $this->stream;
         if (!\is_resource($stream)) {
             // closed behind our back, e.g. by another stream_socket_client() on the same persistent address
@@ -332,11 +426,67 @@ class StreamConnection
     }
 
     /**
-     * receive reads one reply frame and checks that it answers request $id.
+     * receive reads frames until the reply to pending request $id comes and returns it (an error reply included).
+     * A frame for another pending request is kept in the stash (or thrown away if abandoned); any other frame
+     * means the stream is out of sync.
      *
      * @return array<mixed>
+     * @throws UnknownOutcomeException|ServerException (an id-0 frame error) after dropping the socket
      */
-    private function receive(int $id, int $maxFrameBytes): array
+    private function receive(int $id): array
+    {
+        [$ioTimeout, $maxFrameBytes] = $this->pending[$id];
+        if ($ioTimeout !== $this->appliedTimeout) {
+            $this->applyTimeout($ioTimeout);
+        }
+        if (\count($this->pending) > 1) {
+            // the frame may be another request's, which may accept more
+            foreach ($this->pending as [, $max]) {
+                $maxFrameBytes = \max($maxFrameBytes, $max);
+            }
+        }
+        $this->reading = true;
+        try {
+            while (true) {
+                $reply = $this->readFrame($maxFrameBytes);
+                $replyId = $reply['id'] ?? null;
+                if ($replyId === $id) {
+                    unset($this->pending[$id]);
+
+                    return $reply;
+                }
+                if (!\is_int($replyId) || !isset($this->pending[$replyId])) {
+                    break;
+                }
+                unset($this->pending[$replyId]);
+                if (isset($this->abandoned[$replyId])) {
+                    unset($this->abandoned[$replyId]);
+                } else {
+                    $this->stash[$replyId] = [$this->epoch, $reply];
+                }
+            }
+        } finally {
+            $this->reading = false;
+        }
+        $this->drop();
+        if ($replyId === 0 && isset($reply['error'])) {
+            // A frame-level error (bad_frame, too_large): tetherd rejected a frame and closes the connection.
+            throw ServerException::fromError((array) $reply['error']);
+        }
+        throw new UnknownOutcomeException(\sprintf(
+            'tetherd sent the reply to request %s while request %d was waiting: the stream is out of sync; the request may or may not have been executed',
+            \is_scalar($replyId) ? (string) $replyId : \get_debug_type($replyId),
+            $id,
+        ));
+    }
+
+    /**
+     * readFrame reads one reply frame and decodes its map.
+     *
+     * @return array<mixed>
+     * @throws UnknownOutcomeException after dropping the socket
+     */
+    private function readFrame(int $maxFrameBytes): array
     {
         // Usually one poll and one recv: this fread fills PHP's stream buffer (8 KiB) with the whole reply, and
         // reading the payload from the buffer costs no syscall.
@@ -358,23 +508,6 @@ class StreamConnection
         if (!\is_array($reply)) {
             $this->drop();
             throw new UnknownOutcomeException('tetherd sent a reply that is not a MessagePack map; the request may or may not have been executed');
-        }
-        $replyId = $reply['id'] ?? null;
-        if ($replyId !== $id) {
-            $this->drop();
-            if ($replyId === 0 && isset($reply['error'])) {
-                // A frame-level error (bad_frame, too_large): tetherd rejected the frame and closes the connection.
-                throw ServerException::fromError((array) $reply['error']);
-            }
-            throw new UnknownOutcomeException(\sprintf(
-                'tetherd sent the reply to request %s while request %d was waiting: the stream is out of sync; the request may or may not have been executed',
-                \is_scalar($replyId) ? (string) $replyId : \get_debug_type($replyId),
-                $id,
-            ));
-        }
-        $this->inFlight = false;
-        if (isset($reply['error'])) {
-            throw ServerException::fromError((array) $reply['error']);
         }
 
         return $reply;
@@ -414,7 +547,10 @@ class StreamConnection
         $this->appliedTimeout = $seconds;
     }
 
-    /** drop closes the socket and forgets everything tied to it: its transactions and any pending reply. */
+    /**
+     * drop closes the socket and forgets everything tied to it: its transactions and the requests pending on it
+     * (their await() now throws UnknownOutcomeException). Replies already read stay in the stash.
+     */
     private function drop(): void
     {
         if ($this->stream !== null && \is_resource($this->stream)) {
@@ -423,7 +559,9 @@ class StreamConnection
         $this->stream = null;
         $this->epoch++;
         $this->openTx = [];
-        $this->inFlight = false;
+        $this->pending = [];
+        $this->abandoned = [];
+        $this->reading = false;
         $this->appliedTimeout = -1.0;
     }
 

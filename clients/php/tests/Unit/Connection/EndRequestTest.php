@@ -57,6 +57,57 @@ final class EndRequestTest extends FakeServerTestCase
         self::assertStringContainsString('Allowed memory size', $output, 'the child died the intended way');
     }
 
+    public function testSocketOfABatchNeverWaitedForIsClosedWhenTheRequestEnds(): void
+    {
+        $server = $this->serve([[['recv'], ['await_eof', 10]]]);
+        $output = $this->runChild($server, <<<'PHP'
+            $client = new Tether\Client(['socket' => $socket, 'timeout' => 5.0]);
+            $GLOBALS['pending'] = $client->sendBatch([Tether\Batch\Operation::ping()]);
+            register_shutdown_function(static function () use ($serverLog): void {
+                echo $GLOBALS['pending']->isDone() ? 'waited' : 'pending', ' ';
+                $deadline = microtime(true) + 3;
+                while (microtime(true) < $deadline) {
+                    foreach (file($serverLog) as $line) {
+                        if (unserialize(base64_decode($line))[0] === 'eof') {
+                            echo 'closed';
+                            return;
+                        }
+                    }
+                    usleep(10000);
+                }
+                echo 'kept open';
+            });
+            PHP);
+
+        self::assertSame('pending closed', $output, 'the reply still due would be the next request\'s otherwise');
+    }
+
+    public function testSocketIsKeptWhenEveryReplyWasRead(): void
+    {
+        $server = $this->serve([[['recv'], ['recv'], ['reply', ['results' => [['ok' => true]]], -1], ['reply', []], ['await_eof', 10]]]);
+        $output = $this->runChild($server, <<<'PHP'
+            $client = new Tether\Client(['socket' => $socket, 'timeout' => 5.0]);
+            $pending = $client->sendBatch([Tether\Batch\Operation::ping()]);
+            $client->ping();           // reads the batch's reply on the way
+            echo json_encode($pending->wait()), ' ';
+            register_shutdown_function(static function () use ($serverLog): void {
+                $deadline = microtime(true) + 0.5;
+                while (microtime(true) < $deadline) {
+                    foreach (file($serverLog) as $line) {
+                        if (unserialize(base64_decode($line))[0] === 'eof') {
+                            echo 'closed';
+                            return;
+                        }
+                    }
+                    usleep(10000);
+                }
+                echo 'kept open';
+            });
+            PHP);
+
+        self::assertSame('[true] kept open', $output, 'the persistent socket is left for the next request');
+    }
+
     private function runChild(FakeServer $server, string $body): string
     {
         $script = tempnam(sys_get_temp_dir(), 'tether-child-');
