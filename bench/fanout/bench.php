@@ -18,7 +18,7 @@ declare(strict_types=1);
  * calls one way; one warm-up round of every variant is run and dropped first (it fills tetherd's keep-alive pool to
  * the upstream, as a running site's traffic keeps it filled); then each round runs every variant once, the order
  * rotating from round to round.
- * E4 (defaults: 2000 iterations per client and size, in 2 rounds, 5 clients): the variants are checked to return the
+ * E4 (defaults: 2000 iterations per client and size, in 4 rounds, 5 clients): the variants are checked to return the
  * same rows first; then each round runs, for each size, every variant (order rotating) with the 5 clients at once.
  * Then, unless --no-profile or perf is missing, one more untimed run of the 500-row Tether join with `perf record`
  * on tetherd says where its CPU goes.
@@ -141,7 +141,9 @@ function e5_summary(array $runs): array
         $out[$v] = [
             'variant' => $v, 'label' => E5_VARIANTS[$v], 'runs' => count($rs),
             'wall_med' => median($walls), 'wall_min' => min($walls), 'wall_max' => max($walls),
-            'caller_mb' => $col('caller_kb') / 1024, 'hwm_mb' => $col('hwm_kb') / 1024,
+            'caller_mb' => $col('caller_kb') / 1024, 'caller_min_mb' => min(array_column($rs, 'caller_kb')) / 1024,
+            'caller_max_mb' => max(array_column($rs, 'caller_kb')) / 1024,
+            'growth_mb' => median(array_map(static fn ($r) => $r['caller_kb'] - $r['rss_start_kb'], $rs)) / 1024, 'hwm_mb' => $col('hwm_kb') / 1024,
             'start_mb' => $col('rss_start_kb') / 1024, 'children_hwm_mb' => $col('children_hwm_kb') / 1024,
             'children_private_mb' => $col('children_private_kb') / 1024, 'php_peak_mb' => $col('php_peak_bytes') / 1048576,
             'cpu_ms' => $col('cpu_us') / 1000, 'tetherd_cpu_ms' => $col('tetherd_cpu_ms'),
@@ -262,7 +264,11 @@ function run_join(string $variant, int $size, int $iterations, int $procs, int $
     ];
 }
 
-/** run_e4 returns the totals of every variant and size, summed over the rounds. */
+/**
+ * run_e4 returns, per size and variant, the totals over the rounds (joins, rows, wall and CPU seconds), the joins/s
+ * of each round (`rates`) and their median (`rate`), and `x`: for each PDO variant measured, the median over the
+ * rounds of this variant's joins/s over that PDO variant's in the same round.
+ */
 function run_e4(array $variants, array $sizes, int $iterations, int $rounds, int $procs): array
 {
     $tot = [];
@@ -276,12 +282,23 @@ function run_e4(array $variants, array $sizes, int $iterations, int $rounds, int
                 foreach ($run as $k => $x) {
                     $tot[$size][$v][$k] = ($tot[$size][$v][$k] ?? 0) + $x;
                 }
+                $tot[$size][$v]['rates'][$r] = $run['joins'] / $run['wall_s'];
             }
         }
     }
-    // Rows in the order of the variant list, whatever order they ran in.
     foreach ($tot as $size => $vs) {
-        $tot[$size] = array_merge(array_intersect_key(array_flip($variants), $vs), $vs);
+        // Rows in the order of the variant list, whatever order they ran in.
+        $vs = array_merge(array_intersect_key(array_flip($variants), $vs), $vs);
+        foreach ($vs as $v => $t) {
+            $vs[$v]['rate'] = median($t['rates']);
+            $vs[$v]['x'] = [];
+            foreach (['pdo-prepared', 'pdo-emulated'] as $base) {
+                if (isset($vs[$base])) {
+                    $vs[$v]['x'][$base] = median(array_map(static fn ($a, $b) => $a / $b, $t['rates'], $vs[$base]['rates']));
+                }
+            }
+        }
+        $tot[$size] = $vs;
     }
     return $tot;
 }
@@ -393,22 +410,21 @@ function print_e4(array $tot, array $opt): void
     printf("%d PHP CLI processes at once, each connected once (PDO) or over its Tether socket, %s joins each per row "
         . "(in %s, the variants' order rotating), every join's rows fetched into PHP arrays (`fetchAll`, the "
         . "client's `rows()`; the row used by column keeps the client's decoded column arrays) and counted. Before the timed runs, every variant's rows were compared on %d ranges per size: "
-        . "the same users, group names and order. Joins/s: all joins over the wall time of the run. CPU per join: "
+        . "the same users, group names and order. Joins/s: all joins of a run over its wall time, the median over the rounds "
+        . "(spread: the slowest and fastest round); x PDO: the median over the rounds of the ratio to that PDO row's joins/s "
+        . "in the same round. CPU per join, over all rounds: "
         . "tetherd's and mariadbd's (utime+stime from `/proc/PID/stat`), and the PHP clients' own (getrusage).\n\n",
         $procs, number_format($opt['join_iterations']), n_of($opt['join_rounds'], 'round'), $opt['check_ranges']);
-    echo "| rows | variant | joins | wall s | joins/s | x PDO prepared | x PDO unprepared | PHP CPU us/join | tetherd CPU us/join | mariadbd CPU us/join | server CPU us/join |\n";
-    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    echo "| rows | variant | joins | wall s | joins/s | spread | x PDO prepared | x PDO unprepared | PHP CPU us/join | tetherd CPU us/join | mariadbd CPU us/join | server CPU us/join |\n";
+    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     $labels = array_map(static fn ($v) => $v['label'], join_variants());
     foreach ($tot as $size => $vs) {
-        $pp = $vs['pdo-prepared'] ?? null;
-        $pe = $vs['pdo-emulated'] ?? null;
         foreach ($vs as $v => $r) {
-            $rate = $r['joins'] / $r['wall_s'];
             $us = static fn (float $s) => f($s * 1e6 / $r['joins'], 0);
             $t = str_starts_with($v, 'tether');
-            printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $size, $t ? "**{$labels[$v]}**" : $labels[$v],
-                number_format($r['joins']), f($r['wall_s'], 2), f($rate, 0),
-                $pp ? f($rate / ($pp['joins'] / $pp['wall_s']), 2) : '-', $pe ? f($rate / ($pe['joins'] / $pe['wall_s']), 2) : '-',
+            printf("| %d | %s | %s | %s | %s | %s..%s | %s | %s | %s | %s | %s | %s |\n", $size, $t ? "**{$labels[$v]}**" : $labels[$v],
+                number_format($r['joins']), f($r['wall_s'], 2), f($r['rate'], 0), f(min($r['rates']), 0), f(max($r['rates']), 0),
+                isset($r['x']['pdo-prepared']) ? f($r['x']['pdo-prepared'], 2) : '-', isset($r['x']['pdo-emulated']) ? f($r['x']['pdo-emulated'], 2) : '-',
                 $us($r['php_cpu_s']), $t ? $us($r['tetherd_cpu_s']) : '-', $us($r['mariadb_cpu_s']),
                 $us($r['mariadb_cpu_s'] + $r['tetherd_cpu_s']));
         }
@@ -446,21 +462,25 @@ function print_targets(?array $e5, ?array $e4, array $opt): void
         if (isset($e5['tether-batch'], $e5['curl-multi'])) {
             $t = $e5['tether-batch'];
             $c = $e5['curl-multi'];
-            printf("- E5, caller peak RSS: Tether batch **%s MB** vs curl_multi %s MB (target: less): %s. Both start as the same "
-                . "PHP process (%s and %s MB resident at the first line); the fan-out added %s MB to Tether's caller and %s MB to "
-                . "curl_multi's; PHP's own heap peaked at %s and %s MB.\n", f($t['caller_mb'], 1), f($c['caller_mb'], 1),
-                $t['caller_mb'] < $c['caller_mb'] ? 'met' : '**not met**', f($t['start_mb'], 1), f($c['start_mb'], 1),
-                f($t['caller_mb'] - $t['start_mb'], 1), f($c['caller_mb'] - $c['start_mb'], 1), f($t['php_peak_mb'], 1), f($c['php_peak_mb'], 1));
+            $diff = $c['caller_mb'] - $t['caller_mb'];
+            $spread = max($t['caller_max_mb'] - $t['caller_min_mb'], $c['caller_max_mb'] - $c['caller_min_mb']);
+            printf("- E5, caller peak RSS: Tether batch **%s MB** vs curl_multi %s MB (median; target: less): %s%s. Both callers "
+                . "are the same PHP process before the fan-out (%s and %s MB resident at the first line, nearly all of it the PHP "
+                . "binary and its extensions); the fan-out raised the peak by %s MB in Tether's caller and %s MB in curl_multi's "
+                . "(medians of each run's own growth); PHP's own heap peaked at %s and %s MB.\n", f($t['caller_mb'], 1),
+                f($c['caller_mb'], 1), $diff > 0 ? 'met' : '**not met**',
+                abs($diff) < $spread ? sprintf(', but by %s MB, less than the %s MB that one run differs from another', f(abs($diff), 2), f($spread, 1)) : '',
+                f($t['start_mb'], 1), f($c['start_mb'], 1), f($t['growth_mb'], 2), f($c['growth_mb'], 2),
+                f($t['php_peak_mb'], 2), f($c['php_peak_mb'], 2));
         }
     }
     if ($e4 !== null && isset($e4[E4_TARGET_SIZE]['tether-join'])) {
         $vs = $e4[E4_TARGET_SIZE];
-        $rate = static fn (array $r) => $r['joins'] / $r['wall_s'];
         $per = static fn (array $r, string $k) => $r[$k] * 1e6 / $r['joins'];
         $tj = $vs['tether-join'];
         foreach (['pdo-prepared' => 'PDO prepared', 'pdo-emulated' => 'PDO unprepared'] as $k => $name) {
-            if (isset($vs[$k])) {
-                $x = $rate($tj) / $rate($vs[$k]);
+            if (isset($tj['x'][$k])) {
+                $x = $tj['x'][$k];
                 printf("- E4, %d rows: Tether join **%sx** the joins/s of %s (target >= %sx): %s.\n", E4_TARGET_SIZE, f($x, 2), $name,
                     f(E4_TARGET_RATIO, 1), $x >= E4_TARGET_RATIO ? 'met' : '**not met**');
             }
@@ -482,7 +502,7 @@ function print_targets(?array $e5, ?array $e4, array $opt): void
             if (isset($vs['tether-join-columns'])) {
                 $tc = $vs['tether-join-columns'];
                 printf("- E4, %d rows, used by column (the client's decoded column arrays, no rows built): %sx PDO prepared's joins/s, "
-                    . "PHP %s us per join against %s us when it builds rows.\n", E4_TARGET_SIZE, f($rate($tc) / $rate($pp), 2),
+                    . "PHP %s us per join against %s us when it builds rows.\n", E4_TARGET_SIZE, f($tc['x']['pdo-prepared'], 2),
                     f($per($tc, 'php_cpu_s'), 0), f($per($tj, 'php_cpu_s'), 0));
             }
         }
@@ -513,7 +533,7 @@ function main(array $argv): int
 {
     Cfg::load();
     $opt = ['quick' => false, 'only' => null, 'e5_rounds' => 5, 'sleep_ms' => 1000, 'calls' => 10,
-        'e5_variants' => array_keys(E5_VARIANTS), 'join_iterations' => 2000, 'join_rounds' => 2, 'join_procs' => 5,
+        'e5_variants' => array_keys(E5_VARIANTS), 'join_iterations' => 2000, 'join_rounds' => 4, 'join_procs' => 5,
         'join_variants' => array_keys(join_variants()), 'join_sizes' => JOIN_SIZES, 'profile' => true];
     $json = null;
     $set = [];

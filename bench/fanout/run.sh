@@ -19,7 +19,7 @@
 #                             <!-- fanout-bench:end --> in docs/benchmarks.md (refused with --quick)
 #   after --, options for bench.php: --only e4|e5, --e5-rounds N (5), --sleep-ms N (1000), --calls N (10),
 #                             --e5-variants tether-batch,tether-async,curl-multi,fork, --join-iterations N (2000 per
-#                             client and size), --join-rounds N (2), --join-procs N (5), --join-variants
+#                             client and size), --join-rounds N (4), --join-procs N (5), --join-variants
 #                             pdo-prepared,pdo-emulated,tether-join,tether-sql, --join-sizes 1,10,100,500
 #
 # Files: var/bench/fanout/ (git-ignored) holds the binaries, the MariaDB instance, tetherd's config, socket and log,
