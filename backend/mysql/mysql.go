@@ -6,6 +6,7 @@
 package mysql
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -65,9 +66,19 @@ func (dialect) Convert(dbType string, v any) any {
 	case []byte:
 		switch dbType {
 		case "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "BINARY", "VARBINARY", "BIT", "GEOMETRY":
-			return x
+			return bytes.Clone(x) // x is the driver's buffer
 		case "DATETIME", "TIMESTAMP":
-			return strings.Replace(string(x), " ", "T", 1)
+			// "YYYY-MM-DD HH:MM:SS" to ISO 8601's T, with one copy.
+			var b strings.Builder
+			b.Grow(len(x))
+			if i := bytes.IndexByte(x, ' '); i >= 0 {
+				b.Write(x[:i])
+				b.WriteByte('T')
+				b.Write(x[i+1:])
+			} else {
+				b.Write(x)
+			}
+			return b.String()
 		}
 		return string(x)
 	}

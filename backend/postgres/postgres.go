@@ -3,6 +3,7 @@
 package postgres
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func (dialect) Convert(dbType string, v any) any {
 		return float64(x)
 	case []byte:
 		if dbType == "BYTEA" {
-			return x
+			return bytes.Clone(x) // x may be the driver's buffer
 		}
 		return string(x)
 	}

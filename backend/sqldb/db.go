@@ -287,26 +287,23 @@ func (d *DB) readRows(rows *sql.Rows, maxBytes int) (*tether.Result, error) {
 		return nil, err
 	}
 	res := &tether.Result{Columns: make([]string, len(types)), Rows: [][]any{}}
-	dbTypes := make([]string, len(types))
+	cells := make([]cell, len(types))
+	ptrs := make([]any, len(types))
 	for i, t := range types {
 		res.Columns[i] = t.Name()
-		dbTypes[i] = t.DatabaseTypeName()
-	}
-	vals := make([]any, len(types))
-	ptrs := make([]any, len(types))
-	for i := range vals {
-		ptrs[i] = &vals[i]
+		cells[i] = cell{dialect: d.dialect, dbType: t.DatabaseTypeName()}
+		ptrs[i] = &cells[i]
 	}
 	size := 0
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		row := make([]any, len(vals))
-		for i, v := range vals {
-			row[i] = d.dialect.Convert(dbTypes[i], v)
+		row := make([]any, len(cells))
+		for i := range cells {
+			row[i] = cells[i].v
 			size += tether.ValueSize(row[i])
-			vals[i] = nil
+			cells[i].v = nil
 		}
 		if maxBytes > 0 && size > maxBytes {
 			return nil, &tether.Error{Code: tether.CodeTooLarge, Err: ErrResultTooLarge,
@@ -315,6 +312,23 @@ func (d *DB) readRows(rows *sql.Rows, maxBytes int) (*tether.Result, error) {
 		res.Rows = append(res.Rows, row)
 	}
 	return res, rows.Err()
+}
+
+// cell scans one column straight into its protocol value. database/sql hands
+// a Scanner the driver's own value (text as a []byte in the driver's buffer),
+// which Convert copies once into its final form. Scanning into an *any
+// instead would clone the bytes and Convert copy them again: two allocations
+// per text value where one does, on the path that reads every row.
+type cell struct {
+	dialect Dialect
+	dbType  string
+	v       any
+}
+
+// Scan implements sql.Scanner.
+func (c *cell) Scan(src any) error {
+	c.v = c.dialect.Convert(c.dbType, src)
+	return nil
 }
 
 // Begin implements tether.Backend: it takes a slot and a connection of its own

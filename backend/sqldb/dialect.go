@@ -22,7 +22,9 @@ type Dialect interface {
 
 	// Convert maps one scanned value to the protocol's value mapping
 	// (docs/protocol.md), given the column's database type name as the
-	// driver reports it (sql.ColumnType.DatabaseTypeName).
+	// driver reports it (sql.ColumnType.DatabaseTypeName). v is the driver's
+	// own value: a []byte may alias the driver's buffer and is valid only
+	// during the call, so Convert must copy any bytes it returns.
 	Convert(dbType string, v any) any
 
 	// ClassifyError maps a driver error to a typed error, or returns nil when

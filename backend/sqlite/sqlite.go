@@ -7,6 +7,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -73,11 +74,14 @@ func (dialect) Name() string { return "sqlite" }
 // string (TEXT), []byte (BLOB) and bool (declared BOOLEAN); columns declared
 // DATE, DATETIME or TIMESTAMP come back as time.Time.
 func (dialect) Convert(dbType string, v any) any {
-	if t, ok := v.(time.Time); ok {
+	switch x := v.(type) {
+	case time.Time:
 		if dbType == "DATE" {
-			return t.Format(sqldb.LayoutDate)
+			return x.Format(sqldb.LayoutDate)
 		}
-		return t.Format(sqldb.LayoutDateTime)
+		return x.Format(sqldb.LayoutDateTime)
+	case []byte:
+		return bytes.Clone(x) // the Dialect contract: x may be the driver's
 	}
 	return v
 }
