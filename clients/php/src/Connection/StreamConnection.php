@@ -129,9 +129,13 @@ class StreamConnection
      */
     public function request(array $request, float $ioTimeout, int $maxFrameBytes, ?int $txEpoch = null): array
     {
-        $id = $this->submit($request, $ioTimeout, $maxFrameBytes, $txEpoch);
+        // await() without its checks: the reply to a request just written is pending, not read yet.
+        $reply = $this->receive($this->submit($request, $ioTimeout, $maxFrameBytes, $txEpoch));
+        if (isset($reply['error'])) {
+            throw ServerException::fromError((array) $reply['error']);
+        }
 
-        return $this->await($id, $this->epoch);
+        return $reply;
     }
 
     /**
