@@ -671,19 +671,30 @@ final class Client
         }
         $request = $op->request;
         if ($op->op !== 'join') {
-            return isset($request['backend']) ? $op : $op->with(['op' => $op->op, 'backend' => $backend] + $request);
+            return isset($request['backend']) ? $op : $op->with(self::withBackendKey($request, $backend));
         }
         if (isset($request['left']['backend'], $request['right']['backend'])) {
             return $op;
         }
-        if (!isset($request['left']['backend'])) {
-            $request['left'] = ['op' => $request['left']['op'], 'backend' => $backend] + $request['left'];
-        }
-        if (!isset($request['right']['backend'])) {
-            $request['right'] = ['op' => $request['right']['op'], 'backend' => $backend] + $request['right'];
+        foreach (['left', 'right'] as $side) {
+            if (!isset($request[$side]['backend'])) {
+                $request[$side] = self::withBackendKey($request[$side], $backend);
+            }
         }
 
         return $op->with($request);
+    }
+
+    /**
+     * withBackendKey returns $map with `backend` right after `op` (first when there is no op), where the spec's
+     * key order puts it.
+     *
+     * @param array<string, mixed> $map
+     * @return array<string, mixed>
+     */
+    private static function withBackendKey(array $map, string $backend): array
+    {
+        return \array_key_exists('op', $map) ? ['op' => $map['op'], 'backend' => $backend] + $map : ['backend' => $backend] + $map;
     }
 
     /** appendPrevious hangs $cause at the end of $e's chain of previous exceptions. */

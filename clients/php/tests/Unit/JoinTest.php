@@ -69,6 +69,17 @@ final class JoinTest extends FakeServerTestCase
         self::assertSame(['op' => '', 'backend' => 'cass', 'table' => 'profiles'], $second['right']);
     }
 
+    public function testDefaultBackendGoesFirstInASideWithoutOp(): void
+    {
+        $server = $this->serve([[['recv'], ['reply', ['results' => [['columns' => ['k'], 'count' => 0, 'data' => [[]]]]]]]]);
+        $join = Operation::join(Operation::query('SELECT k FROM u'), 'groups', ['k']);
+        $request = $join->request;
+        unset($request['right']['op']); // should tetherd's encoder stop writing the empty op of a join side
+        $this->client($server, ['backend' => 'maria'])->batch([$join->with($request)]);
+
+        self::assertSame(['backend' => 'maria', 'table' => 'groups'], self::maps($server)[0]['ops'][0]['right']);
+    }
+
     public function testInvalidKindIsALogicErrorAndNothingIsSent(): void
     {
         $server = $this->serve([[['recv'], ['reply', []]]]);
