@@ -285,8 +285,7 @@ done
 # Cassandra: seed E1's keyspace, one role for tetherd and one for the Go service (passwords = names).
 TETHER_CASSANDRA_PORT=${BENCH_WEB_CASSANDRA_PORT:-19242} TETHER_CASSANDRA_STORAGE_PORT=17200 TETHER_CASSANDRA_JMX_PORT=17299 \
 	start_cassandra "$WEB/cassandra"
-CASS_ROLES=(tetherd:$TETHER_DB_USER goservice:bench_go)
-php bench/cli/load-cassandra.php "$CASSANDRA_HOST" "$CASSANDRA_USER" "$CASSANDRA_PASSWORD" "${CASS_ROLES[@]#*:}" ||
+php bench/cli/load-cassandra.php "$CASSANDRA_HOST" "$CASSANDRA_USER" "$CASSANDRA_PASSWORD" "$TETHER_DB_USER" bench_go ||
 	die "cannot load seed E1's data into Cassandra"
 
 # The Bigtable emulator; tetherd creates seed E2's table in it (table= in its DSN), then the rows are loaded.
