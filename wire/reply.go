@@ -152,7 +152,7 @@ func AppendColumns(b []byte, h Head, columns []string, rows [][]any, cursor []by
 func AppendHTTP(b []byte, h Head, status int, header map[string][]string, body []byte) []byte {
 	b = h.open(b, 3)
 	b = msgp.AppendString(b, "status")
-	b = msgp.AppendInt(b, status)
+	b = appendInt(b, int64(status))
 	b = msgp.AppendString(b, "headers")
 	names := make([]string, 0, len(header))
 	for k := range header {

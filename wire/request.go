@@ -752,7 +752,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	if op == "" {
 		op = r.Op.String()
 	}
-	e.str(true, "op", op)
+	e.str(op != "", "op", op) // a join's right side has none
 	e.str(r.Backend != "", "backend", r.Backend)
 	e.str(r.SQL != "", "sql", r.SQL)
 	e.values(r.Params != nil, "params", r.Params)

@@ -420,8 +420,7 @@ final class Request
      * join builds a `join` request: run $left, take the values of its $on columns from each row, look them up as
      * keys (distinct, batched) in $rightTable, and join the rows.
      *
-     * The right side goes on the wire as {op: "", backend?, table, columns?}: tetherd's own encoder writes the
-     * empty op (golden vector join_request), and reads it as no op.
+     * The right side goes on the wire as {backend?, table, columns?}, with no op (golden vector join_request).
      *
      * @param array<string, mixed> $left a request map without `id` (Tether\Batch\Operation::$request) of op query,
      *                                   scan, get, multi_get or read_rows
@@ -451,7 +450,7 @@ final class Request
             $request['timeout_ms'] = $timeoutMs;
         }
         $request['left'] = $left;
-        $right = ['op' => ''];
+        $right = [];
         $rightBackend ??= $left['backend'] ?? null;
         if ($rightBackend !== null) {
             $right['backend'] = $rightBackend;

@@ -43,7 +43,7 @@ final class JoinTest extends FakeServerTestCase
             'id' => 1,
             'op' => 'join',
             'left' => ['op' => 'query', 'backend' => 'maria', 'sql' => 'SELECT id, name, group_code FROM users WHERE id BETWEEN ? AND ?', 'params' => [1, 500]],
-            'right' => ['op' => '', 'backend' => 'maria', 'table' => 'groups', 'columns' => ['name']],
+            'right' => ['backend' => 'maria', 'table' => 'groups', 'columns' => ['name']],
             'on' => ['group_code'],
             'kind' => 'left',
             'order_by' => ['groups.name', '-id'],
@@ -63,10 +63,10 @@ final class JoinTest extends FakeServerTestCase
         [$first, $second] = self::maps($server);
         self::assertSame(['id' => 1, 'op' => 'join', 'timeout_ms' => 250,
             'left' => ['op' => 'get', 'backend' => 'maria', 'table' => 'users', 'key' => [7]],
-            'right' => ['op' => '', 'backend' => 'maria', 'table' => 'profiles'],
+            'right' => ['backend' => 'maria', 'table' => 'profiles'],
             'on' => ['id'], 'kind' => 'inner'], $first);
         self::assertSame(['op' => 'scan', 'backend' => 'maria', 'table' => 'users', 'prefix' => ['a']], $second['left']);
-        self::assertSame(['op' => '', 'backend' => 'cass', 'table' => 'profiles'], $second['right']);
+        self::assertSame(['backend' => 'cass', 'table' => 'profiles'], $second['right']);
     }
 
     public function testDefaultBackendGoesFirstInASideWithoutOp(): void
@@ -134,7 +134,7 @@ final class JoinTest extends FakeServerTestCase
         $ops = self::maps($server)[0]['ops'];
         self::assertSame(['op' => 'join',
             'left' => ['op' => 'query', 'backend' => 'pg', 'sql' => 'SELECT id, name, group_code FROM users'],
-            'right' => ['op' => '', 'backend' => 'pg', 'table' => 'groups', 'columns' => ['name']],
+            'right' => ['backend' => 'pg', 'table' => 'groups', 'columns' => ['name']],
             'on' => ['group_code'], 'kind' => 'left'], $ops[0], 'the default backend on both sides, none at the top');
         self::assertSame(['op' => 'query', 'backend' => 'pg', 'sql' => 'SELECT n FROM t', 'columnar' => true], $ops[1]);
     }

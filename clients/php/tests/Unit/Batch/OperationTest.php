@@ -109,7 +109,7 @@ final class OperationTest extends TestCase
             'op' => 'join',
             'timeout_ms' => 700,
             'left' => ['op' => 'query', 'backend' => 'maria', 'sql' => 'SELECT id, g FROM u WHERE id < ?', 'params' => [9], 'timeout_ms' => 100],
-            'right' => ['op' => '', 'backend' => 'pg', 'table' => 'groups', 'columns' => ['name']],
+            'right' => ['backend' => 'pg', 'table' => 'groups', 'columns' => ['name']],
             'on' => ['g'],
             'kind' => 'inner',
             'order_by' => ['-name', 'id'],
@@ -119,12 +119,12 @@ final class OperationTest extends TestCase
     public function testJoinRightSideDefaultsToTheLeftBackendAndAllColumns(): void
     {
         $join = Operation::join(Operation::scan('u', ['a'], backend: 'cass'), 'profiles', ['id']);
-        self::assertSame(['op' => '', 'backend' => 'cass', 'table' => 'profiles'], $join->request['right']);
+        self::assertSame(['backend' => 'cass', 'table' => 'profiles'], $join->request['right']);
         self::assertSame('left', $join->request['kind']);
         self::assertArrayNotHasKey('order_by', $join->request);
 
         $noBackend = Operation::join(Operation::multiGet('u', [1, 2]), 'profiles', ['id']);
-        self::assertSame(['op' => '', 'table' => 'profiles'], $noBackend->request['right'], 'the server default, like the left');
+        self::assertSame(['table' => 'profiles'], $noBackend->request['right'], 'the server default, like the left');
         self::assertSame(['op' => 'multi_get', 'table' => 'u', 'keys' => [[1], [2]]], $noBackend->request['left']);
     }
 
