@@ -16,7 +16,7 @@ import (
 func TestParseDSN(t *testing.T) {
 	cfg := tether.DefaultBackendConfig("cassandra",
 		"cassandra://u:p%40ss@10.0.0.1,10.0.0.2:9043,[::1]/ks?consistency=local_quorum&serial_consistency=LOCAL_SERIAL"+
-			"&local_dc=dc1&timeout=3s&reconnect_interval=5s&discovery=false&proto=4&page_size=100&max_value_bytes=2048&max_requests=7")
+			"&local_dc=dc1&timeout=3s&reconnect_interval=5s&discovery=false&proto=4&page_size=100&max_value_bytes=2048&max_requests=7&write_coalesce=100us")
 	c, err := parseDSN(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestParseDSN(t *testing.T) {
 	if strings.Join(c.hosts, " ") != "10.0.0.1:9042 10.0.0.2:9043 [::1]:9042" || c.keyspace != "ks" ||
 		c.username != "u" || c.password != "p@ss" || c.consistency != gocql.LocalQuorum || c.serial != gocql.LocalSerial ||
 		c.localDC != "dc1" || c.timeout != 3*time.Second || c.reconnect != 5*time.Second || c.discovery ||
-		c.proto != 4 || c.pageSize != 100 || c.maxValueBytes != 2048 || c.maxRequests != 7 {
+		c.proto != 4 || c.pageSize != 100 || c.maxValueBytes != 2048 || c.maxRequests != 7 || c.writeCoalesce != 100*time.Microsecond {
 		t.Fatalf("parsed: %+v", c)
 	}
 	if c.numConns != cfg.MaxConns || c.connectTimeout != time.Duration(cfg.ConnectTimeout) || c.acquireTimeout != time.Duration(cfg.AcquireTimeout) {
@@ -38,7 +38,7 @@ func TestParseDSN(t *testing.T) {
 		}
 		if c.hosts[0] != "db:9042" || c.keyspace != "" || c.consistency != gocql.One || c.serial != gocql.Serial ||
 			c.timeout != DefaultTimeout || !c.discovery || c.pageSize != DefaultPageSize ||
-			c.maxValueBytes != DefaultMaxValueBytes || c.maxRequests != 8*DefaultRequestsPerConn {
+			c.maxValueBytes != DefaultMaxValueBytes || c.maxRequests != 8*DefaultRequestsPerConn || c.writeCoalesce != 0 {
 			t.Fatalf("defaults: %+v", c)
 		}
 	})
@@ -55,6 +55,7 @@ func TestParseDSN(t *testing.T) {
 			"cassandra://h/ks?timeout=soon":           "timeout=soon",
 			"cassandra://h/ks?proto=2":                "proto=2",
 			"cassandra://h/ks?max_requests=0":         "max_requests=0",
+			"cassandra://h/ks?write_coalesce=-1ms":    "write_coalesce=-1ms",
 			"cassandra://u:hunter2@h/ks?x=1":          "x=1: unknown parameter",
 		} {
 			_, err := parseDSN(tether.DefaultBackendConfig("cassandra", dsn))

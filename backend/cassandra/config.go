@@ -44,6 +44,7 @@ type config struct {
 	maxRequests      int
 	numConns         int
 	maxPreparedStmts int
+	writeCoalesce    time.Duration
 }
 
 // parseDSN reads a DSN of the form
@@ -51,8 +52,8 @@ type config struct {
 //	cassandra://[user[:password]@]host[:port][,host[:port]...]/[keyspace][?param=value&...]
 //
 // with the parameters consistency, serial_consistency, local_dc, timeout,
-// reconnect_interval, discovery, proto, page_size, max_value_bytes and
-// max_requests. Unknown parameters are an error. Errors name the DSN field
+// reconnect_interval, discovery, proto, page_size, max_value_bytes,
+// max_requests and write_coalesce. Unknown parameters are an error. Errors name the DSN field
 // and the value given, never the password.
 func parseDSN(cfg tether.BackendConfig) (*config, error) {
 	// net/url takes one host: split the host list off first, and let url.Parse
@@ -164,9 +165,14 @@ func (c *config) set(key, v string) error {
 		c.maxValueBytes, err = positiveInt(v)
 	case "max_requests":
 		c.maxRequests, err = positiveInt(v)
+	case "write_coalesce":
+		c.writeCoalesce, err = time.ParseDuration(v)
+		if err == nil && c.writeCoalesce < 0 {
+			err = fmt.Errorf("must not be negative")
+		}
 	default:
 		return fmt.Errorf("unknown parameter (want consistency, serial_consistency, local_dc, timeout, " +
-			"reconnect_interval, discovery, proto, page_size, max_value_bytes or max_requests)")
+			"reconnect_interval, discovery, proto, page_size, max_value_bytes, max_requests or write_coalesce)")
 	}
 	return err
 }
