@@ -22,6 +22,8 @@
 #                             client and size), --join-rounds N (4), --join-procs N (5), --join-variants
 #                             pdo-prepared,pdo-emulated,tether-join,tether-sql, --join-sizes 1,10,100,500
 #
+#   TETHERD_MAX_PROCS=N       tetherd's max_procs (default 1, tetherd's own default)
+#
 # Files: var/bench/fanout/ (git-ignored) holds the binaries, the MariaDB instance, tetherd's config, socket and log,
 # sleepd's log, and results.json.
 set -euo pipefail
@@ -33,6 +35,7 @@ source "$ROOT/scripts/lib/databases.sh"
 
 QUICK=${BENCH_QUICK:-0}
 WRITE=${BENCH_WRITE:-0}
+MAX_PROCS_GIVEN=${TETHERD_MAX_PROCS:-}
 ARGS=("$@")
 BENCH_ARGS=()
 while (($#)); do
@@ -187,12 +190,15 @@ rows=$("$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user="$TETHER_DB_USER
 	--batch --skip-column-names "$TETHER_DB_NAME" -e 'SELECT COUNT(*), COUNT(DISTINCT group_code) FROM users')
 [[ "$rows" == $'10000\t21' ]] || die "users: COUNT(*), COUNT(DISTINCT group_code) = $rows, want 10000, 21"
 
+TETHERD_MAX_PROCS=${TETHERD_MAX_PROCS:-1}
+[[ "$TETHERD_MAX_PROCS" =~ ^[1-9][0-9]*$ ]] || die "TETHERD_MAX_PROCS=$TETHERD_MAX_PROCS: want a positive integer"
 rm -f "$WORK/tether.sock"
 cat >"$WORK/tetherd.toml" <<EOF
 # Written by bench/fanout/run.sh for one benchmark run.
 [server]
 socket = "$WORK/tether.sock"
 default_backend = "maria"
+max_procs = $TETHERD_MAX_PROCS
 
 [log]
 level = "warn"
@@ -242,13 +248,14 @@ cmd="bash bench/fanout/run.sh"
 for v in BENCH_QUICK BENCH_WRITE; do
 	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
 done
+if [[ -n "$MAX_PROCS_GIVEN" ]]; then cmd="TETHERD_MAX_PROCS=$MAX_PROCS_GIVEN $cmd"; fi
 
 quick_args=()
 if [[ "$QUICK" == 1 ]]; then quick_args=(--quick); fi
 log "fanout: running bench/fanout/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
 CLK_TCK=$(getconf CLK_TCK)
 export TETHER_SOCKET=$WORK/tether.sock TETHERD_PID TETHER_HTTP_BACKEND=sleep SLEEPD_URL SLEEPD_PID
-export MARIADB_SOCKET MARIADB_PID CLK_TCK
+export MARIADB_SOCKET MARIADB_PID CLK_TCK TETHERD_MAX_PROCS
 export BENCH_DB_NAME=$TETHER_DB_NAME BENCH_DB_USER=$TETHER_DB_USER BENCH_DB_PASSWORD=$TETHER_DB_PASSWORD
 # In the background and waited for, so that a signal runs the EXIT trap at once rather than after bench.php.
 php -d memory_limit=512M bench/fanout/bench.php "${quick_args[@]}" --json "$WORK/results.json" "${BENCH_ARGS[@]}" \
@@ -270,7 +277,7 @@ fi
 	echo
 	echo "Run on $bench_date with \`$cmd\`$([[ "$QUICK" == 1 ]] && echo ' (QUICK MODE: too few calls to quote)')."
 	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI; libcurl $curl_version), MariaDB $maria_version, $go_version."
-	echo "tetherd: max_procs 1 (its default), a pool of 5 MariaDB connections, an http upstream to sleepd with max_conns 16."
+	echo "tetherd: max_procs $TETHERD_MAX_PROCS$([[ "$TETHERD_MAX_PROCS" == 1 ]] && echo ' (its default)'), a pool of 5 MariaDB connections, an http upstream to sleepd with max_conns 16."
 	echo "Load average (1 min) before the run: $load_before, after: $load_after (the benchmark itself raises it; a high value"
 	echo "before means other work shared the CPUs)."
 	echo
