@@ -517,8 +517,8 @@ function print_targets(?array $e5, ?array $e4, array $opt): void
             $ceilT = $nproc / ($tAll / 1e6);
             $ceilP = $nproc / ($pAll / 1e6);
             printf("- E4, %d rows, the most the CPU allows: %d vCPUs over the CPU a join costs everyone gives %s joins/s through "
-                . "Tether and %s through PDO prepared, **%sx**. With this CPU per join no scheduling takes Tether past that "
-                . "here (a busier tetherd thread at best reaches it); 3.4x would need a join to cost everyone together less than 1/3.4 of its CPU through PDO.\n",
+                . "Tether and %s through PDO prepared, **%sx**. That is the most this CPU per join allows on this machine, "
+                . "however tetherd's threads are scheduled; 3.4x would need a join to cost everyone together less than 1/3.4 of its CPU through PDO.\n",
                 E4_TARGET_SIZE, $nproc, f($ceilT, 0), f($ceilP, 0), f($ceilT / $ceilP, 2));
         }
         $prof = $opt['profile_result'] ?? null;
