@@ -30,6 +30,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
+# A MariaDB that a caller (scripts/test.sh) started and exported is not ours: never adopt it, so never stop it.
+unset MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN
 # shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/databases.sh"
 
