@@ -17,6 +17,8 @@
 # 10. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
 # 11. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
 #                  expected and serves ab's load without a failed request (no timing asserted)
+# 12. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
+#                  E4 (joins: Tether and PDO return the same rows) run end to end (no timing asserted)
 #
 # Everything it starts is stopped by PID on exit, pass or fail; the logs stay in var/test until the next run.
 # Environment: TETHER_TEST_DIR (default <repo>/var/test), TETHER_MARIADB_PORT, TETHER_PG_PORT (see databases.sh).
@@ -94,7 +96,7 @@ cleanup() {
 	stop_postgres
 	stop_cassandra
 	if ((rc == 0)); then
-		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, quickstart, bench --quick)\n' "$(since "$T_START")"
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, quickstart, the three benchmarks --quick)\n' "$(since "$T_START")"
 	else
 		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
 			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
@@ -314,4 +316,9 @@ for server in 'apache2 prefork + mod_php' 'nginx + php-fpm'; do
 	grep -qF "##### $server, \`ab -c 100 -k\`" "$TEST_DIR/web-bench-quick.md" ||
 		die "bench/web/run.sh --quick printed no results for $server (see $TEST_DIR/web-bench-quick.md)"
 done
+# --- 12 --------------------------------------------------------------------------------------------------------
+step "fanout bench (quick)"
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	bash bench/fanout/run.sh --quick >"$TEST_DIR/fanout-bench-quick.md" 2>"$TEST_DIR/fanout-bench-quick.log" ||
+	{ tail_file "$TEST_DIR/fanout-bench-quick.log"; die "bench/fanout/run.sh --quick failed"; }
 STEP=finished
