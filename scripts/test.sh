@@ -316,6 +316,7 @@ for server in 'apache2 prefork + mod_php' 'nginx + php-fpm'; do
 	grep -qF "##### $server, \`ab -c 100 -k\`" "$TEST_DIR/web-bench-quick.md" ||
 		die "bench/web/run.sh --quick printed no results for $server (see $TEST_DIR/web-bench-quick.md)"
 done
+
 # --- 12 --------------------------------------------------------------------------------------------------------
 step "fanout bench (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
