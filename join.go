@@ -186,12 +186,13 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
 }
 
 // sortRows sorts rows stably by the named columns, "-name" descending.
+//
+// Each sort column is first read into a typed array when its values allow
+// (all strings, or all integers, nil aside), so that the comparisons, some
+// n log n of them, compare strings or integers directly instead of switching
+// on interface types: on a 500-row join this was a fifth of tetherd's CPU.
 func sortRows(rows [][]any, columns []string, orderBy []string) error {
-	type key struct {
-		col  int
-		desc bool
-	}
-	keys := make([]key, len(orderBy))
+	keys := make([]sortKey, len(orderBy))
 	for i, name := range orderBy {
 		desc := strings.HasPrefix(name, "-")
 		name = strings.TrimPrefix(name, "-")
@@ -199,21 +200,106 @@ func sortRows(rows [][]any, columns []string, orderBy []string) error {
 		if col < 0 {
 			return Errorf(CodeBadRequest, "order_by: no output column %q (the columns are %s)", name, strings.Join(columns, ", "))
 		}
-		keys[i] = key{col, desc}
+		keys[i] = newSortKey(rows, col, desc)
 	}
-	slices.SortStableFunc(rows, func(a, b []any) int {
-		for _, k := range keys {
-			c := compareValues(a[k.col], b[k.col])
-			if k.desc {
-				c = -c
-			}
-			if c != 0 {
+	perm := make([]int32, len(rows))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b int32) int {
+		for i := range keys {
+			if c := keys[i].compare(rows, a, b); c != 0 {
 				return c
 			}
 		}
 		return 0
 	})
+	sorted := make([][]any, len(rows))
+	for i, p := range perm {
+		sorted[i] = rows[p]
+	}
+	copy(rows, sorted)
 	return nil
+}
+
+// sortKey is one order_by column, typed when it can be.
+type sortKey struct {
+	col  int
+	desc bool
+	kind int      // 3: strs holds the values; 2: ints does; else compareValues
+	null []bool   // for a typed key: the values that are nil (sorted first)
+	strs []string //
+	ints []int64  //
+}
+
+func newSortKey(rows [][]any, col int, desc bool) sortKey {
+	k := sortKey{col: col, desc: desc, kind: -1}
+	for _, row := range rows {
+		if v := row[col]; v != nil {
+			kind := -1
+			switch v.(type) {
+			case string:
+				kind = 3
+			case int64:
+				kind = 2
+			}
+			if k.kind == -1 {
+				k.kind = kind
+			}
+			if kind == -1 || kind != k.kind {
+				k.kind = 0
+				return k
+			}
+		}
+	}
+	if k.kind <= 0 {
+		k.kind = 0
+		return k
+	}
+	k.null = make([]bool, len(rows))
+	if k.kind == 3 {
+		k.strs = make([]string, len(rows))
+	} else {
+		k.ints = make([]int64, len(rows))
+	}
+	for i, row := range rows {
+		switch v := row[col].(type) {
+		case nil:
+			k.null[i] = true
+		case string:
+			k.strs[i] = v
+		case int64:
+			k.ints[i] = v
+		}
+	}
+	return k
+}
+
+func (k *sortKey) compare(rows [][]any, a, b int32) int {
+	var c int
+	switch {
+	case k.kind == 0:
+		c = compareValues(rows[a][k.col], rows[b][k.col])
+	case k.null[a] || k.null[b]:
+		c = boolRank(k.null[b]) - boolRank(k.null[a])
+	case k.kind == 3:
+		c = strings.Compare(k.strs[a], k.strs[b])
+	case k.ints[a] < k.ints[b]:
+		c = -1
+	case k.ints[a] > k.ints[b]:
+		c = 1
+	}
+	if k.desc {
+		return -c
+	}
+	return c
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // compareValues orders two row values: nil first, then booleans, numbers by

@@ -80,6 +80,24 @@ func TestServer_Join(t *testing.T) {
 		}
 	})
 
+	t.Run("OrderByMixedKinds", func(t *testing.T) {
+		// nil first, numbers by value whatever their type, then strings; desc reverses it all.
+		left := &wire.Request{Op: wire.OpQuery, SQL: "SELECT 1 AS k, 2.5 AS v UNION ALL SELECT 2, 1 UNION ALL SELECT 3, NULL " +
+			"UNION ALL SELECT 4, 'a' UNION ALL SELECT 5, -7"}
+		for order, want := range map[string]string{"v": "[3 5 2 1 4]", "-v": "[4 1 2 5 3]", "-k": "[5 4 3 2 1]"} {
+			rep := c.ok(wire.Request{ID: 9, Op: wire.OpJoin, Left: left, Right: &wire.Request{Table: "groups"},
+				On: []string{"k"}, OrderBy: []string{order}})
+			_, rows := rowsOf(t, rep)
+			var ks []any
+			for _, r := range rows {
+				ks = append(ks, r[0])
+			}
+			if got := fmt.Sprint(ks); got != want {
+				t.Errorf("order by %s: %s, want %s", order, got, want)
+			}
+		}
+	})
+
 	t.Run("InnerKeepsLeftOrder", func(t *testing.T) {
 		rep := c.ok(wire.Request{ID: 3, Op: wire.OpJoin, Kind: "inner", Left: usersLeft(1, 6),
 			Right: &wire.Request{Table: "groups", Columns: []string{"name"}}, On: []string{"group_code"}})
