@@ -71,6 +71,7 @@ type BackendConfig struct {
 type HTTPConfig struct {
 	Headers          map[string]string `toml:"headers"`            // sent with every request unless the request sets the same name
 	MaxResponseBytes int               `toml:"max_response_bytes"` // a larger body is too_large; 0: 8 MiB
+	Timeout          Duration          `toml:"timeout"`            // the longest a call may take, whatever its timeout_ms; 0: only the request's deadline
 	DisableKeepAlive bool              `toml:"disable_keep_alive"` // a new connection per request (for upstreams that mishandle keep-alive)
 	TLSCAFile        string            `toml:"tls_ca_file"`        // PEM roots to trust instead of the system's
 	TLSCertFile      string            `toml:"tls_cert_file"`      // client certificate (PEM), with tls_key_file
@@ -314,6 +315,9 @@ func validateHTTP(f string, b BackendConfig, bad func(field string, value any, f
 	if h.MaxResponseBytes < 0 {
 		bad(f+"http.max_response_bytes", h.MaxResponseBytes, "must be 0 (8 MiB) or more")
 	}
+	if h.Timeout < 0 {
+		bad(f+"http.timeout", h.Timeout, "must be 0 (the request's deadline only) or positive")
+	}
 	if h.TLSCertFile != "" && h.TLSKeyFile == "" {
 		bad(f+"http.tls_key_file", `""`, "required with http.tls_cert_file")
 	}
@@ -340,7 +344,7 @@ func validateHTTP(f string, b BackendConfig, bad func(field string, value any, f
 
 // isZero reports whether no http setting is given.
 func (h HTTPConfig) isZero() bool {
-	return len(h.Headers) == 0 && h.MaxResponseBytes == 0 && !h.DisableKeepAlive && h.TLSCAFile == "" &&
+	return len(h.Headers) == 0 && h.MaxResponseBytes == 0 && h.Timeout == 0 && !h.DisableKeepAlive && h.TLSCAFile == "" &&
 		h.TLSCertFile == "" && h.TLSKeyFile == "" && h.TLSServerName == "" && !h.TLSSkipVerify
 }
 

@@ -41,6 +41,7 @@ type Upstream struct {
 	maxBody      int
 	maxConns     int
 	acquireWait  time.Duration
+	timeout      time.Duration // http.timeout: bounds every call; 0: only the request's deadline
 
 	transport *http.Transport
 	slots     chan struct{} // one per request in flight, max_conns of them
@@ -100,7 +101,7 @@ func New(cfg tether.BackendConfig) (*Upstream, error) {
 		scheme: base.scheme, host: base.host, prefix: base.prefix,
 		hostHeader: hostHeader, defaults: defaults,
 		where:   "http upstream " + base.scheme + "://" + base.host + base.prefix,
-		maxBody: maxBody, maxConns: maxConns, acquireWait: acquire,
+		maxBody: maxBody, maxConns: maxConns, acquireWait: acquire, timeout: time.Duration(h.Timeout),
 		slots: make(chan struct{}, maxConns),
 	}
 	u.transport = newTransport(base.scheme, tc, maxConns, connect, time.Duration(cfg.IdleTimeout), h.DisableKeepAlive, &u.open)
@@ -175,6 +176,11 @@ func (u *Upstream) Close(ctx context.Context) error {
 // r.Body may still be read by the transport for a moment after Call returns
 // (when the upstream answered before reading it all): do not modify it.
 func (u *Upstream) Call(ctx context.Context, r tether.HTTPRequest) (*tether.HTTPResponse, error) {
+	if u.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.timeout)
+		defer cancel()
+	}
 	req, err := u.newRequest(ctx, r)
 	if err != nil {
 		return nil, err

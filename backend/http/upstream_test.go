@@ -328,6 +328,19 @@ func TestUpstream_Timeout(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("the call took %v, its deadline was 100ms", d)
 	}
+
+	t.Run("UpstreamTimeout", func(t *testing.T) {
+		// http.timeout bounds a call whose own deadline is later.
+		u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.Timeout = tether.Duration(100 * time.Millisecond) })
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := u.Call(ctx, tether.HTTPRequest{Path: "/slow"})
+		wantCode(t, err, tether.CodeTimeout)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("the call took %v; http.timeout was 100ms", d)
+		}
+	})
 }
 
 func TestUpstream_Statuses(t *testing.T) {
