@@ -40,7 +40,7 @@ func startServer(t *testing.T, tweak func(*tether.Config)) *testServer {
 
 // startServerWith is startServer with some backends given as they are
 // (fault injection): their configs only name them.
-func startServerWith(t *testing.T, tweak func(*tether.Config), given map[string]tether.Backend) *testServer {
+func startServerWith(t testing.TB, tweak func(*tether.Config), given map[string]tether.Backend) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := tether.DefaultConfig()
@@ -78,7 +78,7 @@ func startServerWith(t *testing.T, tweak func(*tether.Config), given map[string]
 	return ts
 }
 
-func (ts *testServer) shutdown(t *testing.T, grace time.Duration) {
+func (ts *testServer) shutdown(t testing.TB, grace time.Duration) {
 	ts.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -93,11 +93,11 @@ func (ts *testServer) shutdown(t *testing.T, grace time.Duration) {
 
 // client is a raw protocol client.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	conn net.Conn
 }
 
-func dial(t *testing.T, ts *testServer) *client {
+func dial(t testing.TB, ts *testServer) *client {
 	t.Helper()
 	c, err := net.Dial("unix", ts.socket)
 	if err != nil {
