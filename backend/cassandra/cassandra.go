@@ -101,11 +101,7 @@ func (b *Backend) Open(ctx context.Context) error {
 		cluster.DisableInitialHostLookup = true
 		cluster.Events.DisableTopologyEvents = true
 	}
-	fallback := gocql.RoundRobinHostPolicy()
-	if c.localDC != "" {
-		fallback = gocql.DCAwareRoundRobinPolicy(c.localDC)
-	}
-	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas())
+	cluster.PoolConfig.HostSelectionPolicy = hostPolicy(c)
 	if c.username != "" {
 		cluster.Authenticator = gocql.PasswordAuthenticator{Username: c.username, Password: c.password}
 	}
@@ -494,6 +490,9 @@ func (b *Backend) heal(cluster *gocql.ClusterConfig) {
 		if anyHostUp(old) && !recent {
 			continue
 		}
+		// A token-aware policy belongs to one session (the driver panics
+		// on a second): every attempt gets its own.
+		cluster.PoolConfig.HostSelectionPolicy = hostPolicy(b.cfg)
 		fresh, err := cluster.CreateSession()
 		if err != nil {
 			continue // still down
@@ -502,6 +501,16 @@ func (b *Backend) heal(cluster *gocql.ClusterConfig) {
 		b.log().Info("cassandra: replaced the session after every node was down", "hosts", len(fresh.GetHosts()))
 		old.Close()
 	}
+}
+
+// hostPolicy returns a new token-aware host selection policy, DC-aware when
+// local_dc is set.
+func hostPolicy(c *config) gocql.HostSelectionPolicy {
+	fallback := gocql.RoundRobinHostPolicy()
+	if c.localDC != "" {
+		fallback = gocql.DCAwareRoundRobinPolicy(c.localDC)
+	}
+	return gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas())
 }
 
 func anyHostUp(s *gocql.Session) bool {

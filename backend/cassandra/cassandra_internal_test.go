@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,50 @@ func TestBackend_Acquire(t *testing.T) {
 	b.release()
 	if err := b.acquire(ctx); err != nil {
 		t.Fatalf("acquire after release: %v", err)
+	}
+}
+
+// TestHealReplacesTheSession drives the healer against a real node: a request
+// that found no connection makes it replace the session, more than once, and
+// the new session serves. (Each new session needs its own token-aware
+// policy: the driver panics on a shared one.)
+func TestHealReplacesTheSession(t *testing.T) {
+	h := os.Getenv("TETHER_TEST_CASSANDRA_HOST")
+	if h == "" {
+		if os.Getenv("TETHER_REQUIRE_BACKENDS") != "" {
+			t.Fatal("TETHER_TEST_CASSANDRA_HOST is not set")
+		}
+		t.Skip("TETHER_TEST_CASSANDRA_HOST is not set")
+	}
+	user, pass := os.Getenv("TETHER_TEST_CASSANDRA_USER"), os.Getenv("TETHER_TEST_CASSANDRA_PASSWORD")
+	if user == "" {
+		user, pass = "cassandra", "cassandra"
+	}
+	cfg := tether.DefaultBackendConfig("cassandra", "cassandra://"+user+":"+pass+"@"+h+"/")
+	cfg.ConnectTimeout = tether.Duration(5 * time.Second)
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	for round := 1; round <= 2; round++ {
+		old := b.session()
+		b.noHostsAt.Store(time.Now().UnixNano())
+		deadline := time.Now().Add(10 * time.Second)
+		for b.session() == old && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if b.session() == old {
+			t.Fatalf("round %d: the session was not replaced", round)
+		}
+		res, err := b.Query(ctx, tether.Statement{SQL: "SELECT release_version FROM system.local"})
+		if err != nil || len(res.Rows) != 1 {
+			t.Fatalf("round %d: the new session: %v %v", round, res, err)
+		}
 	}
 }
