@@ -53,19 +53,7 @@ start_tetherd() {
 	t0=$(now)
 	(cd "$wd" && exec "$TETHERD" "$@") </dev/null >"$logf" 2>&1 &
 	TETHERD_PID=$!
-	local deadline=$((SECONDS + 30))
-	until [[ -S "$sock" ]]; do
-		if ! pid_alive "$TETHERD_PID"; then
-			tail_file "$logf"
-			TETHERD_PID=
-			die "tetherd exited before creating $sock"
-		fi
-		if ((SECONDS >= deadline)); then
-			tail_file "$logf"
-			die "tetherd did not create $sock within 30s"
-		fi
-		sleep 0.1
-	done
+	wait_for_socket "$TETHERD_PID" "$sock" "$logf" 30
 	log "tetherd: ready in $(since "$t0")s (pid $TETHERD_PID, socket $sock)"
 }
 

@@ -222,12 +222,7 @@ log "fanout: starting tetherd"
 "$BIN/tetherd" -config "$WORK/tetherd.toml" </dev/null >"$WORK/tetherd.log" 2>&1 &
 TETHERD_PID=$!
 echo "$TETHERD_PID" >"$WORK/tetherd.pid"
-deadline=$((SECONDS + 15))
-until [[ -S "$WORK/tether.sock" ]]; do
-	pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; TETHERD_PID=; die "tetherd exited during startup"; }
-	((SECONDS < deadline)) || { tail_file "$WORK/tetherd.log"; die "tetherd: no socket after 15s"; }
-	sleep 0.05
-done
+wait_for_socket "$TETHERD_PID" "$WORK/tether.sock" "$WORK/tetherd.log" 15
 log "fanout: tetherd ready (pid $TETHERD_PID)"
 
 # ---------------------------------------------------------------------------------------------------------------

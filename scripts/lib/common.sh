@@ -55,6 +55,18 @@ pid_alive() {
 	[[ "$state" != Z ]]
 }
 
+# wait_for_socket PID SOCKET LOG SECONDS waits until the process PID (tetherd) has created the Unix socket SOCKET,
+# which tetherd does only once every backend has connected; it dies, showing the end of LOG, if PID exits first or
+# SECONDS pass.
+wait_for_socket() {
+	local pid=$1 sock=$2 logf=$3 deadline=$((SECONDS + $4))
+	until [[ -S "$sock" ]]; do
+		pid_alive "$pid" || { tail_file "$logf"; die "pid $pid exited before creating $sock"; }
+		((SECONDS < deadline)) || { tail_file "$logf"; die "pid $pid created no $sock within $4s"; }
+		sleep 0.05
+	done
+}
+
 # wait_pid_exit PID SECONDS waits until PID has exited; fails if it is still alive after SECONDS.
 wait_pid_exit() {
 	local pid=$1 deadline=$((SECONDS + $2))
