@@ -59,11 +59,9 @@ func checkJoin(r *wire.Request) *Error {
 	return nil
 }
 
-// join runs a validated join request.
+// join runs a join request that checkJoin accepted (serveFrame and
+// checkBatchOp check every join before it is handed to a worker).
 func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
-	if e := checkJoin(r); e != nil {
-		return nil, e
-	}
 	lt, e := s.backendFor(r.Left.Backend)
 	if e != nil {
 		return nil, e
