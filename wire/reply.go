@@ -74,12 +74,7 @@ func AppendResult(b []byte, h Head, columns []string, rows [][]any, cursor []byt
 	if cursor != nil {
 		fields++
 	}
-	b = h.open(b, fields)
-	b = msgp.AppendString(b, "columns")
-	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
-	for _, c := range columns {
-		b = msgp.AppendString(b, c)
-	}
+	b = appendColumnNames(h.open(b, fields), columns)
 	b = msgp.AppendString(b, "rows")
 	b = msgp.AppendArrayHeader(b, uint32(len(rows)))
 	for _, row := range rows {
@@ -113,12 +108,7 @@ func AppendColumns(b []byte, h Head, columns []string, rows [][]any, cursor []by
 	if cursor != nil {
 		fields++
 	}
-	b = h.open(b, fields)
-	b = msgp.AppendString(b, "columns")
-	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
-	for _, c := range columns {
-		b = msgp.AppendString(b, c)
-	}
+	b = appendColumnNames(h.open(b, fields), columns)
 	b = msgp.AppendString(b, "count")
 	b = msgp.AppendUint32(b, uint32(len(rows)))
 	b = msgp.AppendString(b, "data")
@@ -144,6 +134,17 @@ func AppendColumns(b []byte, h Head, columns []string, rows [][]any, cursor []by
 		b = msgp.AppendBytes(b, cursor)
 	}
 	return b, nil
+}
+
+// appendColumnNames appends the columns field that row and column-oriented
+// replies share.
+func appendColumnNames(b []byte, columns []string) []byte {
+	b = msgp.AppendString(b, "columns")
+	b = msgp.AppendArrayHeader(b, uint32(len(columns)))
+	for _, c := range columns {
+		b = msgp.AppendString(b, c)
+	}
+	return b
 }
 
 // AppendHTTP appends the reply to http: the upstream's status, its headers
