@@ -264,16 +264,7 @@ stop_servers
 cat "$WORK/section.md"
 
 if [[ "$WRITE" == 1 ]]; then
-	[[ -f "$DOC" ]] || die "$DOC does not exist"
-	if ! grep -q "^<!-- cli-bench:start -->\$" "$DOC" || ! grep -q "^<!-- cli-bench:end -->\$" "$DOC"; then
-		die "$DOC lacks the <!-- cli-bench:start --> / <!-- cli-bench:end --> markers"
-	fi
-	awk -v section="$WORK/section.md" '
-		/^<!-- cli-bench:start -->$/ { print; print ""; while ((getline line < section) > 0) print line; print ""; skip = 1; next }
-		/^<!-- cli-bench:end -->$/ { skip = 0 }
-		!skip { print }
-	' "$DOC" >"$DOC.tmp"
-	mv "$DOC.tmp" "$DOC"
+	replace_doc_section "$DOC" cli-bench "$WORK/section.md"
 	log "bench: wrote the results into docs/benchmarks.md"
 fi
 log "bench: done in $(since "$T0")s"

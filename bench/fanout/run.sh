@@ -287,18 +287,7 @@ stop_servers
 cat "$WORK/section.md"
 
 if [[ "$WRITE" == 1 ]]; then
-	# Other benchmarks rewrite their own sections of this file too: read it fresh, replace only ours, and move the
-	# result into place in one rename.
-	[[ -f "$DOC" ]] || die "$DOC does not exist"
-	if ! grep -q "^<!-- fanout-bench:start -->\$" "$DOC" || ! grep -q "^<!-- fanout-bench:end -->\$" "$DOC"; then
-		die "$DOC lacks the <!-- fanout-bench:start --> / <!-- fanout-bench:end --> markers"
-	fi
-	awk -v section="$WORK/section.md" '
-		/^<!-- fanout-bench:start -->$/ { print; print ""; while ((getline line < section) > 0) print line; print ""; skip = 1; next }
-		/^<!-- fanout-bench:end -->$/ { skip = 0 }
-		!skip { print }
-	' "$DOC" >"$DOC.fanout.tmp"
-	mv "$DOC.fanout.tmp" "$DOC"
+	replace_doc_section "$DOC" fanout-bench "$WORK/section.md"
 	log "fanout: wrote the results into docs/benchmarks.md"
 fi
 log "fanout: done in $(since "$T0")s"

@@ -546,16 +546,7 @@ mkdir -p "$img_dir"
 cat "$WEB/results/section.md"
 
 if [[ "$WRITE" == 1 ]]; then
-	[[ -f "$DOC" ]] || die "$DOC does not exist"
-	if ! grep -q "^<!-- web-bench:start -->\$" "$DOC" || ! grep -q "^<!-- web-bench:end -->\$" "$DOC"; then
-		die "$DOC lacks the <!-- web-bench:start --> / <!-- web-bench:end --> markers"
-	fi
-	awk -v section="$WEB/results/section.md" '
-		/^<!-- web-bench:start -->$/ { print; print ""; while ((getline line < section) > 0) print line; print ""; skip = 1; next }
-		/^<!-- web-bench:end -->$/ { skip = 0 }
-		!skip { print }
-	' "$DOC" >"$DOC.tmp"
-	mv "$DOC.tmp" "$DOC"
+	replace_doc_section "$DOC" web-bench "$WEB/results/section.md"
 	log "web bench: wrote the results into docs/benchmarks.md and the plots into docs/img/"
 fi
 log "web bench: done in $(since "$T0")s"

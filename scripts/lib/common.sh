@@ -67,6 +67,23 @@ wait_for_socket() {
 	done
 }
 
+# replace_doc_section DOC NAME SECTION_FILE replaces what lies between the lines <!-- NAME:start --> and
+# <!-- NAME:end --> of DOC with SECTION_FILE's lines. Several benchmarks own sections of one file: DOC is read fresh
+# and the result moved into place with one rename, so only NAME's section changes.
+replace_doc_section() {
+	local doc=$1 name=$2 section=$3
+	[[ -f "$doc" ]] || die "$doc does not exist"
+	if ! grep -q "^<!-- $name:start -->\$" "$doc" || ! grep -q "^<!-- $name:end -->\$" "$doc"; then
+		die "$doc lacks the <!-- $name:start --> / <!-- $name:end --> markers"
+	fi
+	awk -v section="$section" -v start="<!-- $name:start -->" -v end="<!-- $name:end -->" '
+		$0 == start { print; print ""; while ((getline line < section) > 0) print line; print ""; skip = 1; next }
+		$0 == end { skip = 0 }
+		!skip { print }
+	' "$doc" >"$doc.$name.tmp"
+	mv "$doc.$name.tmp" "$doc"
+}
+
 # wait_pid_exit PID SECONDS waits until PID has exited; fails if it is still alive after SECONDS.
 wait_pid_exit() {
 	local pid=$1 deadline=$((SECONDS + $2))
