@@ -2,6 +2,8 @@
 
 declare(strict_types=1);
 
+require_once dirname(__DIR__) . '/lib/proc.php';
+
 /*
  * bench/cli/bench.php: per-call latency of Tether and of mysqli from the PHP CLI, tetherd's CPU per request, and the
  * backend connections tetherd uses.
@@ -53,11 +55,6 @@ function env(string $name, ?string $default = null): string
     return $v;
 }
 
-function progress(string $msg): void
-{
-    fwrite(STDERR, "  .. $msg\n");
-}
-
 final class Cfg
 {
     public static string $tetherSocket;
@@ -91,18 +88,6 @@ final class Cfg
 // ---------------------------------------------------------------------------------------------------------------
 // Process accounting from /proc
 
-/** cpu_ticks returns utime+stime of a process (all its threads, living and exited), in clock ticks. */
-function cpu_ticks(int $pid): int
-{
-    $stat = @file_get_contents("/proc/$pid/stat");
-    if ($stat === false) {
-        throw new RuntimeException("cannot read /proc/$pid/stat: process gone?");
-    }
-    // Fields after "comm)" start at field 3 (state); utime is field 14, stime field 15.
-    $f = explode(' ', substr($stat, strrpos($stat, ')') + 2));
-    return (int) $f[11] + (int) $f[12];
-}
-
 /**
  * thread_stats returns, summed over the process's live threads, the CPU time in ns (/proc/PID/task/TID/schedstat,
  * first field: ns resolution where utime+stime has 10 ms ticks) and the context switches (voluntary + not).
@@ -124,14 +109,6 @@ function thread_stats(int $pid): array
         }
     }
     return [$ns, $ctx];
-}
-
-/** machine_busy_ticks returns the CPU time of the whole machine (all CPUs, not idle or iowait) in clock ticks. */
-function machine_busy_ticks(): int
-{
-    $f = preg_split('/\s+/', trim(strtok(file_get_contents('/proc/stat'), "\n")));
-    // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is inside user already.
-    return (int) $f[1] + (int) $f[2] + (int) $f[3] + (int) $f[6] + (int) $f[7] + (int) $f[8];
 }
 
 /** own_cpu_ticks returns this process's CPU time plus that of its waited-for children (the load workers), in ticks. */
@@ -571,12 +548,6 @@ function run_load(string $label, string $op, string $via, int $procs, int $count
     return ['label' => $label, 'op' => $op, 'via' => $via, 'procs' => $procs, 'requests' => $total, 'wall_s' => $wall,
         'rps' => $total / $wall, 'php_cpu_us' => array_sum(array_column($results, 'cpu_us')) / $total,
         'tether_conns_max' => $maxConns] + summarize($lat) + $ctr->per($total);
-}
-
-function rusage_us(): float
-{
-    $r = getrusage();
-    return $r['ru_utime.tv_sec'] * 1e6 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1e6 + $r['ru_stime.tv_usec'];
 }
 
 function worker_main(array $argv): int

@@ -2,6 +2,8 @@
 
 declare(strict_types=1);
 
+require_once dirname(__DIR__) . '/lib/proc.php';
+
 /*
  * bench/cli/cassandra.php: seed E1 from the PHP CLI. The seed's two reads (get('a') on c1, get_super_column('a', 'b1')
  * on s1; bench/cli/seed-e1.php) through Tether, and through a client that connects per read: what a PHP page pays
@@ -34,22 +36,6 @@ function env(string $name): string
         exit(2);
     }
     return $v;
-}
-
-function progress(string $msg): void
-{
-    fwrite(STDERR, "  .. $msg\n");
-}
-
-/** ticks returns utime+stime of a process (all threads), in clock ticks. */
-function ticks(int $pid): int
-{
-    $s = @file_get_contents("/proc/$pid/stat");
-    if ($s === false) {
-        throw new RuntimeException("pid $pid is gone");
-    }
-    $f = explode(' ', substr($s, strrpos($s, ')') + 2));
-    return (int) $f[11] + (int) $f[12];
 }
 
 /** machine_ticks returns the busy CPU time of the whole machine (all CPUs, not idle, iowait or steal), in ticks. */
@@ -163,25 +149,25 @@ $phases = [];
 // Rounds: every row its share, one call at a time.
 $lat = $cpu = [];
 $t0 = microtime(true);
-$busy0 = [machine_ticks(), own_ticks($clk) + ticks($tetherdPid) + ticks($cassPid)];
+$busy0 = [machine_ticks(), own_ticks($clk) + cpu_ticks($tetherdPid) + cpu_ticks($cassPid)];
 for ($r = 0; $r < $rounds; $r++) {
     $order = $r % 2 ? array_reverse($rows, true) : $rows;
     foreach ($order as $k => $row) {
         $share = intdiv($row['n'] * ($r + 1), $rounds) - intdiv($row['n'] * $r, $rounds);
         $call = $row['call'];
-        $c0 = [ticks($tetherdPid), ticks($cassPid)];
+        $c0 = [cpu_ticks($tetherdPid), cpu_ticks($cassPid)];
         for ($i = 0; $i < $share; $i++) {
             $t = hrtime(true);
             $call();
             $lat[$k][] = hrtime(true) - $t;
         }
-        $c1 = [ticks($tetherdPid), ticks($cassPid)];
+        $c1 = [cpu_ticks($tetherdPid), cpu_ticks($cassPid)];
         $cpu[$k][0] = ($cpu[$k][0] ?? 0) + $c1[0] - $c0[0];
         $cpu[$k][1] = ($cpu[$k][1] ?? 0) + $c1[1] - $c0[1];
     }
     progress(sprintf('cassandra: round %d/%d done', $r + 1, $rounds));
 }
-$busy1 = [machine_ticks(), own_ticks($clk) + ticks($tetherdPid) + ticks($cassPid)];
+$busy1 = [machine_ticks(), own_ticks($clk) + cpu_ticks($tetherdPid) + cpu_ticks($cassPid)];
 $open->close();
 $wall = microtime(true) - $t0;
 // Other work on the machine meanwhile, in percent of its CPUs (the kernel accounts the two sums a few percent apart).

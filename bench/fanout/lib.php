@@ -2,6 +2,8 @@
 
 declare(strict_types=1);
 
+require_once dirname(__DIR__) . '/lib/proc.php';
+
 /*
  * bench/fanout/lib.php: what bench.php and join-worker.php share: their configuration from the environment that
  * run.sh sets, CPU readings from /proc, loading the Tether PHP client, and the variants of benchmark E4 (the join).
@@ -21,11 +23,6 @@ function env(string $name, ?string $default = null): string
         return $default;
     }
     return $v;
-}
-
-function progress(string $msg): void
-{
-    fwrite(STDERR, "  .. $msg\n");
 }
 
 /** Cfg holds the coordinates of the servers run.sh started. */
@@ -62,18 +59,6 @@ final class Cfg
 // ---------------------------------------------------------------------------------------------------------------
 // Process accounting
 
-/** cpu_ticks returns utime+stime of a process (all its threads, living and exited), in clock ticks. */
-function cpu_ticks(int $pid): int
-{
-    $stat = @file_get_contents("/proc/$pid/stat");
-    if ($stat === false) {
-        throw new RuntimeException("cannot read /proc/$pid/stat: process gone?");
-    }
-    // Fields after "comm)" start at field 3 (state); utime is field 14, stime field 15.
-    $f = explode(' ', substr($stat, strrpos($stat, ')') + 2));
-    return (int) $f[11] + (int) $f[12];
-}
-
 /**
  * thread_cpu_ns returns the CPU time of a process's live threads in ns (the first field of
  * /proc/PID/task/TID/schedstat): finer than utime+stime's 10 ms ticks, for short stretches.
@@ -85,20 +70,6 @@ function thread_cpu_ns(int $pid): int
         $ns += (int) @file_get_contents($f);
     }
     return $ns;
-}
-
-/** machine_busy_ticks returns the CPU time of the whole machine (all CPUs, not idle or iowait) in clock ticks. */
-function machine_busy_ticks(): int
-{
-    $f = preg_split('/\s+/', trim(strtok(file_get_contents('/proc/stat'), "\n")));
-    return (int) $f[1] + (int) $f[2] + (int) $f[3] + (int) $f[6] + (int) $f[7] + (int) $f[8];
-}
-
-/** rusage_us returns this process's user+system CPU time in microseconds. */
-function rusage_us(): float
-{
-    $r = getrusage();
-    return $r['ru_utime.tv_sec'] * 1e6 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1e6 + $r['ru_stime.tv_usec'];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
