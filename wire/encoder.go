@@ -1,0 +1,196 @@
+package wire
+
+import (
+	"errors"
+	"math"
+
+	"github.com/tinylib/msgp/msgp"
+)
+
+// ErrResultTooLarge is returned by ResultEncoder.EndRow when the encoded
+// result passes the encoder's byte limit.
+var ErrResultTooLarge = errors.New("result too large")
+
+// ResultEncoder encodes a query's result into a reply as a backend decodes it,
+// value by value, straight from the database's bytes: no [][]any, and no
+// boxed value per cell, between the two. It writes the same bytes as
+// AppendResult (row-oriented) or AppendColumns (columnar) would for the same
+// values.
+//
+// Use: Reset, Columns with the column count, one Column per name, then per
+// row BeginRow, one value method per column and EndRow; finally AppendReply.
+// An encoder may be reused after AppendReply (Reset again); it keeps its
+// buffers.
+type ResultEncoder struct {
+	head     Head
+	columnar bool
+	maxBytes int
+
+	names  []byte // the encoded column names
+	ncols  int
+	nnames int
+	nrows  int
+	rows   []byte   // row-oriented: every row, encoded
+	cols   [][]byte // columnar: each column's values, encoded
+	cur    int      // columnar: the column the next value belongs to
+	size   int      // bytes of values so far, against maxBytes
+}
+
+// Reset starts a new result for the reply head h. maxBytes, when positive,
+// bounds the encoded values.
+func (e *ResultEncoder) Reset(h Head, columnar bool, maxBytes int) {
+	e.head, e.columnar, e.maxBytes = h, columnar, maxBytes
+	e.names = e.names[:0]
+	e.rows = e.rows[:0]
+	e.ncols, e.nnames, e.nrows, e.cur, e.size = 0, 0, 0, 0, 0
+}
+
+// Columns announces the number of columns; Column follows n times.
+func (e *ResultEncoder) Columns(n int) {
+	e.ncols = n
+	if e.columnar {
+		for len(e.cols) < n {
+			e.cols = append(e.cols, nil)
+		}
+		for i := 0; i < n; i++ {
+			e.cols[i] = e.cols[i][:0]
+		}
+	}
+}
+
+// Column appends the next column's name.
+func (e *ResultEncoder) Column(name []byte) {
+	e.names = msgp.AppendStringFromBytes(e.names, name)
+	e.nnames++
+}
+
+// BeginRow starts a row.
+func (e *ResultEncoder) BeginRow() {
+	if e.columnar {
+		e.cur = 0
+		return
+	}
+	e.rows = msgp.AppendArrayHeader(e.rows, uint32(e.ncols))
+}
+
+// dst returns the buffer the next value goes to, and advances to the next.
+func (e *ResultEncoder) dst() *[]byte {
+	if !e.columnar {
+		return &e.rows
+	}
+	d := &e.cols[e.cur]
+	e.cur++
+	return d
+}
+
+// Nil appends a NULL.
+func (e *ResultEncoder) Nil() {
+	d := e.dst()
+	*d = msgp.AppendNil(*d)
+	e.size++
+}
+
+// Bool appends a boolean.
+func (e *ResultEncoder) Bool(v bool) {
+	d := e.dst()
+	*d = msgp.AppendBool(*d, v)
+	e.size++
+}
+
+// Int appends a signed integer, in its shortest form (non-negative ones
+// unsigned, as appendInt does).
+func (e *ResultEncoder) Int(v int64) {
+	d := e.dst()
+	*d = appendInt(*d, v)
+	e.size += 9
+}
+
+// Uint appends an unsigned integer.
+func (e *ResultEncoder) Uint(v uint64) {
+	if v <= math.MaxInt64 {
+		e.Int(int64(v))
+		return
+	}
+	d := e.dst()
+	*d = msgp.AppendUint64(*d, v)
+	e.size += 9
+}
+
+// Float appends a float as float64.
+func (e *ResultEncoder) Float(v float64) {
+	d := e.dst()
+	*d = msgp.AppendFloat64(*d, v)
+	e.size += 9
+}
+
+// Text appends text (a str); b may be reused when it returns.
+func (e *ResultEncoder) Text(b []byte) {
+	d := e.dst()
+	*d = msgp.AppendStringFromBytes(*d, b)
+	e.size += len(b) + 5
+}
+
+// Bytes appends binary data (a bin); b may be reused when it returns.
+func (e *ResultEncoder) Bytes(b []byte) {
+	d := e.dst()
+	*d = msgp.AppendBytes(*d, b)
+	e.size += len(b) + 5
+}
+
+// EndRow ends a row. It returns ErrResultTooLarge once the values passed the
+// byte limit; the caller stops there.
+func (e *ResultEncoder) EndRow() error {
+	e.nrows++
+	if e.maxBytes > 0 && e.size > e.maxBytes {
+		return ErrResultTooLarge
+	}
+	return nil
+}
+
+// Rows returns the number of rows encoded so far.
+func (e *ResultEncoder) Rows() int { return e.nrows }
+
+// AppendReply appends the whole reply: the head, the columns and the rows (or
+// count and data, columnar).
+func (e *ResultEncoder) AppendReply(b []byte) []byte {
+	if e.columnar {
+		b = e.head.open(b, 3)
+		b = e.appendNames(b)
+		b = msgp.AppendString(b, "count")
+		b = msgp.AppendUint32(b, uint32(e.nrows))
+		b = msgp.AppendString(b, "data")
+		b = msgp.AppendArrayHeader(b, uint32(e.ncols))
+		for i := 0; i < e.ncols; i++ {
+			b = msgp.AppendArrayHeader(b, uint32(e.nrows))
+			b = append(b, e.cols[i]...)
+		}
+		return b
+	}
+	b = e.head.open(b, 2)
+	b = e.appendNames(b)
+	b = msgp.AppendString(b, "rows")
+	b = msgp.AppendArrayHeader(b, uint32(e.nrows))
+	return append(b, e.rows...)
+}
+
+func (e *ResultEncoder) appendNames(b []byte) []byte {
+	b = msgp.AppendString(b, "columns")
+	b = msgp.AppendArrayHeader(b, uint32(e.nnames))
+	return append(b, e.names...)
+}
+
+// Release drops buffers grown past limit, so that one large result does not
+// pin its memory in a reused encoder.
+func (e *ResultEncoder) Release(limit int) {
+	if cap(e.rows) > limit {
+		e.rows = nil
+	}
+	if cap(e.names) > limit {
+		e.names = nil
+	}
+	for i := range e.cols {
+		if cap(e.cols[i]) > limit {
+			e.cols[i] = nil
+		}
+	}
+}
