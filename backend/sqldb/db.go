@@ -36,7 +36,7 @@ type DB struct {
 	slots *semaphore.Weighted
 	stmts *lru.Cache[string, *sql.Stmt] // never holds a statement that ChangesSession
 	mu    sync.Mutex                    // serialises the first preparation of a statement
-	kv    tables                        // the key API's table metadata
+	*KeyValue
 
 	stop chan struct{}
 	done chan struct{}
@@ -44,7 +44,9 @@ type DB struct {
 
 // New returns a DB for the dialect; open is called by Open.
 func New(d Dialect, cfg tether.BackendConfig, open Opener) *DB {
-	return &DB{dialect: d, cfg: cfg, open: open}
+	db := &DB{dialect: d, cfg: cfg, open: open}
+	db.KeyValue = NewKeyValue(d.Name(), d.KeySQL(), db)
+	return db
 }
 
 // Open implements tether.Backend: it opens the pool and connects min_conns

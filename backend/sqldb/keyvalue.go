@@ -31,31 +31,43 @@ type table struct {
 	has    map[string]bool
 }
 
-// tables caches table metadata per backend.
-type tables struct {
+// KeyValue is the key API on a SQL backend (tether.KeyValue): statements
+// built from a table's primary key, run through the backend's Querier. Every
+// SQL backend embeds one.
+type KeyValue struct {
+	q    tether.Querier
+	name string // the backend type, for messages
+	ks   KeySQL
+
 	mu sync.Mutex
-	m  map[string]*table
+	m  map[string]*table // table metadata, by name as requested
+}
+
+// NewKeyValue returns the key API of a backend named by its type (name),
+// speaking its dialect's SQL (ks), running statements on q.
+func NewKeyValue(name string, ks KeySQL, q tether.Querier) *KeyValue {
+	return &KeyValue{q: q, name: name, ks: ks}
 }
 
 // table returns the metadata of name, introspecting it on first use.
-func (d *DB) table(ctx context.Context, name string) (*table, error) {
-	d.kv.mu.Lock()
-	t := d.kv.m[name]
-	d.kv.mu.Unlock()
+func (kv *KeyValue) table(ctx context.Context, name string) (*table, error) {
+	kv.mu.Lock()
+	t := kv.m[name]
+	kv.mu.Unlock()
 	if t != nil {
 		return t, nil
 	}
 	if !isTableName(name) {
 		return nil, tether.Errorf(tether.CodeBadRequest, "%q is not a table name: letters, digits, '_' and '$', optionally qualified as schema.table", name)
 	}
-	ks := d.dialect.KeySQL()
+	ks := kv.ks
 	q, params := ks.Columns(name)
-	res, err := d.Query(ctx, tether.Statement{SQL: q, Params: params})
+	res, err := kv.q.Query(ctx, tether.Statement{SQL: q, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("introspect table %s: %w", name, err)
 	}
 	if len(res.Rows) == 0 {
-		return nil, tether.Errorf(tether.CodeUnknownTable, "%s: no table %q", d.dialect.Name(), name)
+		return nil, tether.Errorf(tether.CodeUnknownTable, "%s: no table %q", kv.name, name)
 	}
 	t = &table{has: map[string]bool{}}
 	positions := map[int]string{}
@@ -70,24 +82,24 @@ func (d *DB) table(ctx context.Context, name string) (*table, error) {
 	for i := 1; i <= len(positions); i++ {
 		col, ok := positions[i]
 		if !ok {
-			return nil, tether.Errorf(tether.CodeInternal, "%s: primary key of %q has a gap at position %d", d.dialect.Name(), name, i)
+			return nil, tether.Errorf(tether.CodeInternal, "%s: primary key of %q has a gap at position %d", kv.name, name, i)
 		}
 		t.key = append(t.key, col)
 	}
 	if len(t.key) == 0 {
-		return nil, tether.Errorf(tether.CodeBadRequest, "%s: table %q has no primary key, which the key API needs", d.dialect.Name(), name)
+		return nil, tether.Errorf(tether.CodeBadRequest, "%s: table %q has no primary key, which the key API needs", kv.name, name)
 	}
 	parts := strings.Split(name, ".")
 	for i, p := range parts {
 		parts[i] = ks.Quote(p)
 	}
 	t.quoted = strings.Join(parts, ".")
-	d.kv.mu.Lock()
-	if d.kv.m == nil {
-		d.kv.m = map[string]*table{}
+	kv.mu.Lock()
+	if kv.m == nil {
+		kv.m = map[string]*table{}
 	}
-	d.kv.m[name] = t
-	d.kv.mu.Unlock()
+	kv.m[name] = t
+	kv.mu.Unlock()
 	return t, nil
 }
 
@@ -114,12 +126,12 @@ func isTableName(name string) bool {
 
 // forget drops a table's cached metadata after an error that may mean its
 // schema changed, so that the next call introspects it again.
-func (d *DB) forget(name string, err error) error {
+func (kv *KeyValue) forget(name string, err error) error {
 	if err != nil {
 		if e := tether.AsError(err); e.Code == tether.CodeBackendError {
-			d.kv.mu.Lock()
-			delete(d.kv.m, name)
-			d.kv.mu.Unlock()
+			kv.mu.Lock()
+			delete(kv.m, name)
+			kv.mu.Unlock()
 		}
 	}
 	return err
@@ -211,7 +223,7 @@ func (b *sqlBuilder) tuple(key []string, op string, vals []any) *sqlBuilder {
 	return b.text(")")
 }
 
-func (d *DB) builder() *sqlBuilder { return &sqlBuilder{ks: d.dialect.KeySQL()} }
+func (kv *KeyValue) builder() *sqlBuilder { return &sqlBuilder{ks: kv.ks} }
 
 func checkKey(name string, t *table, key []any, what string) error {
 	if len(key) != len(t.key) {
@@ -222,8 +234,8 @@ func checkKey(name string, t *table, key []any, what string) error {
 }
 
 // Get implements tether.KeyValue.
-func (d *DB) Get(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
-	t, err := d.table(ctx, k.Table)
+func (kv *KeyValue) Get(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
+	t, err := kv.table(ctx, k.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -234,17 +246,17 @@ func (d *DB) Get(ctx context.Context, k tether.KeyRequest) (*tether.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	b := d.builder().text("SELECT ").columns(out).text(" FROM ", t.quoted, " WHERE ").keyEquals(t.key, k.Key)
-	res, err := d.Query(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params, MaxBytes: k.MaxBytes})
-	return res, d.forget(k.Table, err)
+	b := kv.builder().text("SELECT ").columns(out).text(" FROM ", t.quoted, " WHERE ").keyEquals(t.key, k.Key)
+	res, err := kv.q.Query(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params, MaxBytes: k.MaxBytes})
+	return res, kv.forget(k.Table, err)
 }
 
 // MultiGet implements tether.KeyValue: keys are read in chunks, each one
 // statement; chunk sizes are rounded up to a few fixed sizes (by repeating the
 // last key) so that the statement cache holds a handful of statements, not
 // one per key count.
-func (d *DB) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
-	t, err := d.table(ctx, k.Table)
+func (kv *KeyValue) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
+	t, err := kv.table(ctx, k.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +281,7 @@ func (d *DB) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.Result,
 	for start := 0; start < len(k.Keys); start += maxMultiGetChunk {
 		chunk := k.Keys[start:min(start+maxMultiGetChunk, len(k.Keys))]
 		padded := padKeys(chunk)
-		b := d.builder().text("SELECT ").columns(sel).text(" FROM ", t.quoted, " WHERE ")
+		b := kv.builder().text("SELECT ").columns(sel).text(" FROM ", t.quoted, " WHERE ")
 		if len(t.key) == 1 {
 			b.text(b.ks.Quote(t.key[0]), " IN (")
 			for i, key := range padded {
@@ -287,9 +299,9 @@ func (d *DB) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.Result,
 				b.text("(").keyEquals(t.key, key).text(")")
 			}
 		}
-		res, err := d.Query(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params, MaxBytes: k.MaxBytes})
+		res, err := kv.q.Query(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params, MaxBytes: k.MaxBytes})
 		if err != nil {
-			return nil, d.forget(k.Table, err)
+			return nil, kv.forget(k.Table, err)
 		}
 		for _, row := range res.Rows {
 			kv := make([]any, len(keyAt))
@@ -346,8 +358,8 @@ func keyString(key []any) string {
 
 // Scan implements tether.KeyValue with keyset pagination: rows in key order,
 // the cursor being the last key returned.
-func (d *DB) Scan(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
-	t, err := d.table(ctx, k.Table)
+func (kv *KeyValue) Scan(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
+	t, err := kv.table(ctx, k.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +382,7 @@ func (d *DB) Scan(ctx context.Context, k tether.KeyRequest) (*tether.Result, err
 	if err != nil {
 		return nil, err
 	}
-	b := d.builder().text("SELECT ").columns(sel).text(" FROM ", t.quoted, " WHERE 1 = 1")
+	b := kv.builder().text("SELECT ").columns(sel).text(" FROM ", t.quoted, " WHERE 1 = 1")
 	if len(k.Prefix) > 0 {
 		b.text(" AND ").keyEquals(t.key, k.Prefix)
 	}
@@ -388,9 +400,9 @@ func (d *DB) Scan(ctx context.Context, k tether.KeyRequest) (*tether.Result, err
 		b.text(" AND ").tuple(t.key, ">", after)
 	}
 	b.text(" ORDER BY ").columns(t.key).text(" LIMIT ", strconv.Itoa(limit+1))
-	res, err := d.Query(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params, MaxBytes: k.MaxBytes})
+	res, err := kv.q.Query(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params, MaxBytes: k.MaxBytes})
 	if err != nil {
-		return nil, d.forget(k.Table, err)
+		return nil, kv.forget(k.Table, err)
 	}
 	if len(res.Rows) > limit {
 		res.Rows = res.Rows[:limit]
@@ -415,8 +427,8 @@ func (d *DB) Scan(ctx context.Context, k tether.KeyRequest) (*tether.Result, err
 }
 
 // Put implements tether.KeyValue with the dialect's upsert.
-func (d *DB) Put(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
-	t, err := d.table(ctx, k.Table)
+func (kv *KeyValue) Put(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
+	t, err := kv.table(ctx, k.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +456,7 @@ func (d *DB) Put(ctx context.Context, k tether.KeyRequest) (*tether.Result, erro
 			others = append(others, c)
 		}
 	}
-	b := d.builder().text("INSERT INTO ", t.quoted, " (").columns(cols).text(") VALUES (")
+	b := kv.builder().text("INSERT INTO ", t.quoted, " (").columns(cols).text(") VALUES (")
 	for i, c := range cols {
 		if i > 0 {
 			b.text(", ")
@@ -452,25 +464,25 @@ func (d *DB) Put(ctx context.Context, k tether.KeyRequest) (*tether.Result, erro
 		b.param(k.Row[c])
 	}
 	b.text(")", b.ks.Upsert(t.key, others))
-	if _, err := d.Exec(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params}); err != nil {
-		return nil, d.forget(k.Table, err)
+	if _, err := kv.q.Exec(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params}); err != nil {
+		return nil, kv.forget(k.Table, err)
 	}
 	return &tether.Result{Affected: 1}, nil
 }
 
 // Delete implements tether.KeyValue.
-func (d *DB) Delete(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
-	t, err := d.table(ctx, k.Table)
+func (kv *KeyValue) Delete(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
+	t, err := kv.table(ctx, k.Table)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkKey(k.Table, t, k.Key, "the key"); err != nil {
 		return nil, err
 	}
-	b := d.builder().text("DELETE FROM ", t.quoted, " WHERE ").keyEquals(t.key, k.Key)
-	res, err := d.Exec(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params})
+	b := kv.builder().text("DELETE FROM ", t.quoted, " WHERE ").keyEquals(t.key, k.Key)
+	res, err := kv.q.Exec(ctx, tether.Statement{SQL: b.sb.String(), Params: b.params})
 	if err != nil {
-		return nil, d.forget(k.Table, err)
+		return nil, kv.forget(k.Table, err)
 	}
 	return &tether.Result{Affected: res.Affected}, nil
 }
