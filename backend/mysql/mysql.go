@@ -1,154 +1,297 @@
-// Package mysql is the MySQL and MariaDB backend, on
-// github.com/go-sql-driver/mysql.
-//
-// Statements use the binary protocol (server-side prepared statements, never
-// client-side interpolation), so parameters are always bound by the server.
+// Package mysql is the MySQL and MariaDB backend. Its server connections are
+// driven by tetherd's event loop (conn.go): the handshake is done at dial time
+// (dial.go), then statements go from a client's frame to the server's socket
+// and back without a goroutine hand-off, prepared once per connection and
+// run with bound parameters in the binary protocol. The pool (backend/sqlpool)
+// keeps the connections; the server's own session tracking decides when one
+// must be reset (session.go).
 package mysql
 
 import (
-	"bytes"
+	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	gosql "github.com/go-sql-driver/mysql"
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqldb"
+	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/internal/evloop"
 )
 
-// Backend is a MySQL or MariaDB server behind a pool of connections.
+// Backend is a MySQL or MariaDB server behind a pool of loop-driven
+// connections. It implements tether.Backend, Querier, Transactor, KeyValue
+// and the loop API of sqlpool.
 type Backend struct {
-	*sqldb.DB
+	*sqlpool.Pool
+	*sqldb.KeyValue
 }
 
 // New returns a backend for cfg.DSN in go-sql-driver/mysql's format
-// ("user:pass@unix(/run/mysqld/mysqld.sock)/db" or "user:pass@tcp(host:3306)/db").
-// tetherd forces interpolateParams=false and parseTime=false (dates travel as
-// ISO 8601 strings) and sets the dial timeout from connect_timeout.
+// ("user:pass@unix(/run/mysqld/mysqld.sock)/db" or "user:pass@tcp(host:3306)/db"),
+// parsed by that driver. Of its options, tetherd uses the address, user,
+// password, database, collation, allowCleartextPasswords and extra session
+// variables (any other key=value: SET at connect); TLS is not supported yet by
+// the loop-driven connections and is refused. It connects nothing.
 func New(cfg tether.BackendConfig) (*Backend, error) {
-	mc, err := mysql.ParseDSN(cfg.DSN)
+	mc, err := gosql.ParseDSN(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: dsn: %w", err)
 	}
-	mc.InterpolateParams = false
-	mc.ParseTime = false
-	mc.Timeout = time.Duration(cfg.ConnectTimeout)
-	if mc.Params == nil {
-		mc.Params = map[string]string{}
+	if mc.TLS != nil || mc.TLSConfig != "" && mc.TLSConfig != "false" {
+		return nil, errors.New("mysql: dsn: tls is not supported by tetherd's loop-driven MySQL connections yet; reach the server over a Unix socket or a private network")
 	}
-	connector, err := mysql.NewConnector(mc)
+	d := &driver{cfg: mc, connectTimeout: time.Duration(cfg.ConnectTimeout), stmtCacheSize: cfg.StmtCacheSize,
+		pooled: map[string]bool{}}
+	for _, v := range pooledVariables {
+		d.pooled[v] = true
+	}
+	d.collation = 45 // utf8mb4_general_ci; the setup's SET NAMES sets the DSN's collation
+	coll := mc.Collation
+	if coll == "" {
+		coll = "utf8mb4_general_ci"
+	}
+	charset, _, _ := strings.Cut(coll, "_")
+	if !isIdent(coll) || !isIdent(charset) {
+		return nil, fmt.Errorf("mysql: dsn: collation %q is not a collation name", coll)
+	}
+	setup := "SET NAMES " + charset + " COLLATE " + coll + ", " + trackerSQL
+	keys := make([]string, 0, len(mc.Params))
+	for k := range mc.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !isIdent(k) {
+			return nil, fmt.Errorf("mysql: dsn: parameter %q is not a session variable name", k)
+		}
+		setup += ", SESSION " + k + " = " + mc.Params[k]
+	}
+	d.setupSQL = setup
+	p := sqlpool.New(d, cfg)
+	d.pool = p
+	b := &Backend{Pool: p}
+	b.KeyValue = sqldb.NewKeyValue("mysql", keySQL(), p)
+	return b, nil
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// driver is the MySQL protocol as the pool uses it (sqlpool.Driver).
+type driver struct {
+	cfg            *gosql.Config
+	connectTimeout time.Duration
+	stmtCacheSize  int
+	collation      byte
+	setupSQL       string
+	pooled         map[string]bool
+	pool           *sqlpool.Pool
+
+	sideMu sync.Mutex
+	side   *sql.DB // for KILL: opened on first use, one connection at most
+}
+
+func (d *driver) loop() *evloop.Loop { return d.pool.Loop() }
+
+// Name implements sqlpool.Driver.
+func (d *driver) Name() string { return "mysql" }
+
+// Dial implements sqlpool.Driver.
+func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
+	c, err := d.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mysql: connector: %w", err)
+		return nil, d.classify(err)
 	}
-	return &Backend{DB: sqldb.New(dialect{}, cfg, func() (*sql.DB, error) {
-		return sql.OpenDB(connector), nil
-	})}, nil
+	return c, nil
 }
 
-type dialect struct{}
-
-func (dialect) Name() string { return "mysql" }
-
-// Convert implements sqldb.Dialect for the binary protocol without parseTime:
-// integers arrive as int64 (uint64 for large unsigned), FLOAT as float32,
-// DOUBLE as float64, and everything else as bytes, told apart by column type.
-func (dialect) Convert(dbType string, v any) any {
-	switch x := v.(type) {
-	case float32:
-		// Widen through the shortest decimal form, so FLOAT 1.1 is 1.1.
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-		return f
-	case []byte:
-		switch dbType {
-		case "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "BINARY", "VARBINARY", "BIT", "GEOMETRY":
-			return bytes.Clone(x) // x is the driver's buffer
-		case "DATETIME", "TIMESTAMP":
-			// "YYYY-MM-DD HH:MM:SS" to ISO 8601's T, with one copy.
-			var b strings.Builder
-			b.Grow(len(x))
-			if i := bytes.IndexByte(x, ' '); i >= 0 {
-				b.Write(x[:i])
-				b.WriteByte('T')
-				b.Write(x[i+1:])
-			} else {
-				b.Write(x)
-			}
-			return b.String()
+// setup turns session tracking on (with the DSN's collation and variables)
+// and reads the pooled variables' baseline.
+func (c *conn) setup(b *blockingConn) error {
+	if _, err := b.queryBlocking(c.drv.setupSQL); err != nil {
+		return fmt.Errorf("set up session: %w", err)
+	}
+	// The baseline of the pooled variables this server has (SHOW works on
+	// MySQL and MariaDB alike, and skips the variables the server lacks).
+	rows, err := b.queryBlocking("SHOW SESSION VARIABLES WHERE Variable_name IN ('" + strings.Join(pooledVariables, "', '") + "')")
+	if err != nil {
+		return fmt.Errorf("read session variables: %w", err)
+	}
+	c.baseline = make(map[string]string, len(rows))
+	for _, row := range rows {
+		if len(row) == 2 && row[0] != nil {
+			c.baseline[strings.ToLower(string(row[0]))] = string(row[1])
 		}
-		return string(x)
 	}
-	return v
+	return nil
 }
 
-// ClassifyError implements sqldb.Dialect: the backend code is MySQL's error
-// number.
-func (dialect) ClassifyError(err error) *tether.Error {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		code := strconv.Itoa(int(me.Number))
-		switch me.Number {
+// Cancel implements sqlpool.Driver: KILL QUERY on the side connection.
+func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
+	db, err := d.sideDB()
+	if err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "KILL QUERY "+strconv.FormatUint(uint64(sc.(*conn).threadID), 10))
+	if isUnknownThread(err) {
+		return nil
+	}
+	return err
+}
+
+// Terminate implements sqlpool.Driver: KILL CONNECTION on the side
+// connection, then wait until the server no longer lists the session.
+func (d *driver) Terminate(ctx context.Context, sc sqlpool.ServerConn) error {
+	db, err := d.sideDB()
+	if err != nil {
+		return err
+	}
+	id := uint64(sc.(*conn).threadID)
+	if _, err := db.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatUint(id, 10)); err != nil && !isUnknownThread(err) {
+		return err
+	}
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("session %d still listed: %w", id, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func isUnknownThread(err error) bool {
+	var me *gosql.MySQLError
+	return errors.As(err, &me) && me.Number == 1094
+}
+
+// sideDB returns the side connection for KILL, opening it on first use. It
+// is the one connection a MySQL backend holds beyond max_conns, and only
+// while cancels happen: it closes after 30 s idle.
+func (d *driver) sideDB() (*sql.DB, error) {
+	d.sideMu.Lock()
+	defer d.sideMu.Unlock()
+	if d.side != nil {
+		return d.side, nil
+	}
+	mc := d.cfg.Clone()
+	mc.Timeout = d.connectTimeout
+	mc.Params = nil
+	connector, err := gosql.NewConnector(mc)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(30 * time.Second)
+	d.side = db
+	return db, nil
+}
+
+// Close implements sqlpool.Driver.
+func (d *driver) Close() error {
+	d.sideMu.Lock()
+	defer d.sideMu.Unlock()
+	if d.side != nil {
+		err := d.side.Close()
+		d.side = nil
+		return err
+	}
+	return nil
+}
+
+// serverError is an ERR packet.
+type serverError struct {
+	Code    uint16
+	State   string
+	Message string
+}
+
+func (e *serverError) Error() string {
+	return fmt.Sprintf("Error %d (%s): %s", e.Code, e.State, e.Message)
+}
+
+func parseErr(p []byte) error {
+	if len(p) < 3 {
+		return &serverError{Message: "malformed error packet"}
+	}
+	e := &serverError{Code: binary.LittleEndian.Uint16(p[1:])}
+	msg := p[3:]
+	if len(msg) >= 6 && msg[0] == '#' {
+		e.State, msg = string(msg[1:6]), msg[6:]
+	}
+	e.Message = string(msg)
+	return e
+}
+
+// classify maps an error to the typed error sent to the client: the backend
+// code is MySQL's error number.
+func (d *driver) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *tether.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	var se *serverError
+	if errors.As(err, &se) {
+		code := strconv.Itoa(int(se.Code))
+		switch se.Code {
 		case 1213, 1205: // deadlock, lock wait timeout: the transaction may be retried
-			return &tether.Error{Code: tether.CodeBackendError, Message: me.Message, BackendCode: code, Retry: true}
-		case 1040, 1203, 1045, 1044, 2002, 2003, 2006, 2013: // too many connections, access denied, gone away
-			return &tether.Error{Code: tether.CodeUnavailable, Message: "mysql: " + me.Message, BackendCode: code}
+			return &tether.Error{Code: tether.CodeBackendError, Message: se.Message, BackendCode: code, Retry: true, Err: err}
+		case 1040, 1203, 1045, 1044, 1927, 2002, 2003, 2006, 2013: // too many connections, access denied, killed, gone away
+			return &tether.Error{Code: tether.CodeUnavailable, Message: "mysql: " + se.Message, BackendCode: code, Err: err}
+		case 1210, 1064:
+			if strings.Contains(se.Message, "arguments") {
+				return &tether.Error{Code: tether.CodeBadRequest, Message: se.Message, BackendCode: code, Err: err}
+			}
 		}
-		return &tether.Error{Code: tether.CodeBackendError, Message: me.Message, BackendCode: code}
+		return &tether.Error{Code: tether.CodeBackendError, Message: se.Message, BackendCode: code, Err: err}
 	}
 	var ne net.Error
 	var oe *net.OpError
-	if errors.As(err, &oe) || errors.As(err, &ne) || errors.Is(err, mysql.ErrInvalidConn) {
+	if errors.As(err, &oe) || errors.As(err, &ne) {
 		// A failed dial is safe to retry; a connection lost mid-statement is not.
 		dial := oe != nil && oe.Op == "dial"
 		return &tether.Error{Code: tether.CodeUnavailable, Message: "mysql: " + err.Error(), Retry: dial, Err: tether.ErrUnavailable}
 	}
-	return sqldb.ClassifyIOError("mysql", err)
+	if e := sqldb.ClassifyIOError("mysql", err); e != nil {
+		return e
+	}
+	return &tether.Error{Code: tether.CodeUnavailable, Message: "mysql: " + err.Error(), Err: err}
 }
 
-// ChangesSession implements sqldb.Dialect. MySQL has no statement that resets
-// a session (COM_RESET_CONNECTION is not exposed by the driver), so a
-// connection that ran one of these is closed: SET (session and user
-// variables, names, roles), USE, LOCK/UNLOCK TABLES, PREPARE/EXECUTE/
-// DEALLOCATE, HANDLER, CALL, temporary tables, GET_LOCK() and any reference to
-// a user variable (@x).
-func (dialect) ChangesSession(sql string) bool {
-	w := sqldb.Keywords(sql, 3)
-	if len(w) == 0 {
-		return false
-	}
-	switch w[0] {
-	case "SET", "USE", "LOCK", "UNLOCK", "PREPARE", "EXECUTE", "DEALLOCATE", "HANDLER", "CALL":
-		return true
-	case "DROP":
-		if len(w) > 1 && w[1] == "TEMPORARY" {
-			return true
-		}
-	}
-	return sqldb.CreatesTemp(w) || hasUserVariable(sql) || sqldb.ContainsFold(sql, "GET_LOCK")
-}
-
-// hasUserVariable reports an @name that is not @@system_variable.
-func hasUserVariable(sql string) bool {
-	for i := 0; i < len(sql); i++ {
-		if sql[i] != '@' {
-			continue
-		}
-		if i+1 < len(sql) && sql[i+1] == '@' {
-			i++
-			continue
-		}
-		return true
-	}
-	return false
-}
-
-// KeySQL implements sqldb.Dialect. A table name may be qualified with its
+// keySQL is the SQL the key API needs. A table name may be qualified with its
 // database ("db.table"); an unqualified one is in the connection's database.
-func (dialect) KeySQL() sqldb.KeySQL {
+func keySQL() sqldb.KeySQL {
 	q := sqldb.QuoteWith("`")
 	return sqldb.KeySQL{
 		Quote:       q,
@@ -179,4 +322,10 @@ func (dialect) KeySQL() sqldb.KeySQL {
 	}
 }
 
-var _ tether.Backend = (*Backend)(nil)
+var (
+	_ tether.Backend    = (*Backend)(nil)
+	_ tether.Querier    = (*Backend)(nil)
+	_ tether.Transactor = (*Backend)(nil)
+	_ tether.KeyValue   = (*Backend)(nil)
+	_ sqlpool.Driver    = (*driver)(nil)
+)

@@ -1,0 +1,724 @@
+package mysql
+
+import (
+	"container/list"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"syscall"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"golang.org/x/sys/unix"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/internal/evloop"
+	"github.com/tether-php/tether/wire"
+)
+
+// conn is one MySQL server connection driven by the event loop: it writes
+// each request's commands as it gets them (pipelined behind earlier ones)
+// and decodes the answers as they arrive, rows straight into the request's
+// sink. Loop goroutine only, once dialled.
+//
+// Statements run as server-side prepared statements (COM_STMT_PREPARE once
+// per connection, COM_STMT_EXECUTE with bound parameters after), never with
+// parameters interpolated into text.
+type conn struct {
+	drv      *driver
+	fd       int
+	threadID uint32
+	version  string
+	pc       *sqlpool.Conn
+	baseline map[string]string // the pooled variables' values after the setup
+
+	out     []byte // output the socket has not taken, from wpos
+	wpos    int
+	wantOut bool
+	in      []byte // input read, parsed up to rpos
+	rlen    int
+	rpos    int
+	big     []byte // a packet split over several wire packets, being joined
+
+	stmts   stmtCache
+	pending []*sqlpool.Request // accepted, waiting behind a prepare to be written
+	blocked bool               // a prepare is in flight: pending waits for its answer
+	exp     []expect           // answers awaited, oldest first
+	rs      resultState        // the state of the answer being decoded
+	okp     ok                 // scratch
+	scratch []byte
+	closed  bool
+}
+
+// expectKind is the kind of answer a command gets.
+type expectKind uint8
+
+const (
+	expOK      expectKind = iota // OK or ERR (a result set is read and dropped)
+	expPrepare                   // COM_STMT_PREPARE's answer
+	expResult                    // COM_STMT_EXECUTE's answer
+	expLocal                     // no packet: a request answered by tetherd, in its turn
+)
+
+// expect is one answer awaited, and the request it belongs to.
+type expect struct {
+	kind expectKind
+	r    *sqlpool.Request
+	st   *stmt
+	last bool  // the request is complete with this answer
+	err  error // expLocal's outcome
+}
+
+// resultState follows the decoding of one answer over its packets.
+type resultState struct {
+	phase   uint8 // what the next packet is
+	ncols   int
+	ci      int
+	cols    []column
+	results int   // result sets seen so far in this answer
+	err     error // a result over its limit: the rows go on being read, unused
+	skip    int   // prepare: column definitions left to skip
+}
+
+// Phases of an answer.
+const (
+	phaseFirst   = iota // the first packet: OK, ERR, or a column count
+	phaseColumns        // column definitions
+	phaseRows           // rows, until the OK that ends them
+	phaseSkip           // prepare: parameter and column definitions
+)
+
+const (
+	maxPayload  = 1<<24 - 1
+	readChunk   = 16 << 10
+	keepBufSize = 1 << 20 // larger buffers are dropped once empty
+)
+
+// Attach implements sqlpool.ServerConn.
+func (c *conn) Attach(pc *sqlpool.Conn) {
+	c.pc = pc
+	c.stmts.init(c.drv.stmtCacheSize)
+}
+
+// Fd implements sqlpool.ServerConn.
+func (c *conn) Fd() int { return c.fd }
+
+// String implements sqlpool.ServerConn.
+func (c *conn) String() string { return "mysql thread " + strconv.FormatUint(uint64(c.threadID), 10) }
+
+// Close implements sqlpool.ServerConn: COM_QUIT if the socket takes it now,
+// then close.
+func (c *conn) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	quit := [5]byte{1, 0, 0, 0, gomysql.COM_QUIT}
+	evloop.RawWrite(c.fd, quit[:])
+	unix.Close(c.fd)
+	c.out, c.in, c.big = nil, nil, nil
+}
+
+// fail reports a broken connection to the pool, which drops it.
+func (c *conn) fail(err error) {
+	if c.closed {
+		return
+	}
+	c.pc.Fail(err)
+}
+
+// Send implements sqlpool.ServerConn.
+func (c *conn) Send(r *sqlpool.Request) {
+	c.pending = append(c.pending, r)
+	c.writePending()
+}
+
+// writePending writes the requests waiting, up to the first that needs a
+// statement prepared, and flushes.
+func (c *conn) writePending() {
+	for !c.blocked && len(c.pending) > 0 && !c.closed {
+		r := c.pending[0]
+		c.pending[0] = nil
+		c.pending = c.pending[1:]
+		c.write(r)
+	}
+	c.flush()
+	c.drainLocal()
+}
+
+func (c *conn) write(r *sqlpool.Request) {
+	switch r.Kind {
+	case sqlpool.KindQuery, sqlpool.KindExec:
+		st := c.stmts.get(r.SQL)
+		if st == nil {
+			st = &stmt{sql: r.SQL, hints: sessionHints(r.SQL)}
+			c.command(gomysql.COM_STMT_PREPARE, r.SQL)
+			c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st})
+			c.blocked = true
+			return
+		}
+		c.execute(r, st)
+	case sqlpool.KindBegin:
+		c.query(r, "START TRANSACTION", true)
+	case sqlpool.KindCommit:
+		c.query(r, "COMMIT", true)
+	case sqlpool.KindRollback:
+		c.query(r, "ROLLBACK", true)
+	case sqlpool.KindApply:
+		d := sqlpool.DiffProfiles(c.pc.Profile(), r.Profile)
+		if d.Empty() {
+			c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true})
+			return
+		}
+		c.query(r, applySQL(d, c.baseline), true)
+	case sqlpool.KindReset:
+		// The server drops the prepared statements with the session state.
+		c.stmts.clear()
+		c.command(gomysql.COM_RESET_CONNECTION, "")
+		c.exp = append(c.exp, expect{kind: expOK, r: r})
+		c.query(r, c.drv.setupSQL, true)
+	case sqlpool.KindProbe:
+		c.query(r, "DO 0", true)
+	default:
+		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true, err: fmt.Errorf("mysql: request kind %s", r.Kind)})
+	}
+}
+
+// query writes a text-protocol statement (tetherd's own: no parameters).
+func (c *conn) query(r *sqlpool.Request, sql string, last bool) {
+	c.command(gomysql.COM_QUERY, sql)
+	c.exp = append(c.exp, expect{kind: expOK, r: r, last: last})
+}
+
+// command writes a command packet: cmd followed by arg.
+func (c *conn) command(cmd byte, arg string) {
+	start := c.beginPacket()
+	c.out = append(c.out, cmd)
+	c.out = append(c.out, arg...)
+	c.endPacket(start)
+}
+
+func (c *conn) beginPacket() int {
+	start := len(c.out)
+	c.out = append(c.out, 0, 0, 0, 0)
+	return start
+}
+
+// endPacket writes the header of the packet begun at start (sequence 0, a
+// command), splitting a payload of 16 MiB or more into several packets.
+func (c *conn) endPacket(start int) {
+	n := len(c.out) - start - 4
+	if n < maxPayload {
+		c.out[start], c.out[start+1], c.out[start+2], c.out[start+3] = byte(n), byte(n>>8), byte(n>>16), 0
+		return
+	}
+	payload := append([]byte(nil), c.out[start+4:]...)
+	c.out = appendPackets(c.out[:start], payload, 0)
+}
+
+// appendPackets appends payload as packets numbered from seq, split at the
+// protocol's 16 MiB limit (a payload of exactly a multiple of it ends with an
+// empty packet).
+func appendPackets(dst, payload []byte, seq byte) []byte {
+	for {
+		n := min(len(payload), maxPayload)
+		dst = append(dst, byte(n), byte(n>>8), byte(n>>16), seq)
+		dst = append(dst, payload[:n]...)
+		payload = payload[n:]
+		seq++
+		if n < maxPayload {
+			return dst
+		}
+	}
+}
+
+// execute writes COM_STMT_EXECUTE for r on the prepared st, with r's
+// parameters bound in the binary protocol.
+func (c *conn) execute(r *sqlpool.Request, st *stmt) {
+	if len(r.Params) != st.nparams {
+		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
+			err: tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", st.nparams, len(r.Params))})
+		return
+	}
+	start := c.beginPacket()
+	c.out = append(c.out, gomysql.COM_STMT_EXECUTE)
+	c.out = binary.LittleEndian.AppendUint32(c.out, st.id)
+	c.out = append(c.out, 0)                           // no cursor
+	c.out = binary.LittleEndian.AppendUint32(c.out, 1) // iteration count
+	if n := len(r.Params); n > 0 {
+		nulls := len(c.out)
+		for i := 0; i < (n+7)/8; i++ {
+			c.out = append(c.out, 0)
+		}
+		c.out = append(c.out, 1) // types follow
+		types := len(c.out)
+		for i := 0; i < n; i++ {
+			c.out = append(c.out, 0, 0)
+		}
+		for i, v := range r.Params {
+			typ, unsigned, err := c.appendParam(v)
+			if err != nil {
+				c.out = c.out[:start]
+				c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
+					err: tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err)})
+				return
+			}
+			if typ == gomysql.MYSQL_TYPE_NULL {
+				c.out[nulls+i/8] |= 1 << (i % 8)
+			}
+			c.out[types+2*i] = typ
+			if unsigned {
+				c.out[types+2*i+1] = 0x80
+			}
+		}
+	}
+	c.endPacket(start)
+	c.exp = append(c.exp, expect{kind: expResult, r: r, st: st, last: true})
+}
+
+// appendParam appends one parameter's value and returns its type.
+func (c *conn) appendParam(v any) (typ byte, unsigned bool, err error) {
+	switch x := v.(type) {
+	case nil:
+		return gomysql.MYSQL_TYPE_NULL, false, nil
+	case bool:
+		b := byte(0)
+		if x {
+			b = 1
+		}
+		c.out = append(c.out, b)
+		return gomysql.MYSQL_TYPE_TINY, false, nil
+	case int64:
+		c.out = binary.LittleEndian.AppendUint64(c.out, uint64(x))
+		return gomysql.MYSQL_TYPE_LONGLONG, false, nil
+	case int:
+		c.out = binary.LittleEndian.AppendUint64(c.out, uint64(x))
+		return gomysql.MYSQL_TYPE_LONGLONG, false, nil
+	case int32:
+		c.out = binary.LittleEndian.AppendUint64(c.out, uint64(int64(x)))
+		return gomysql.MYSQL_TYPE_LONGLONG, false, nil
+	case uint64:
+		c.out = binary.LittleEndian.AppendUint64(c.out, x)
+		return gomysql.MYSQL_TYPE_LONGLONG, true, nil
+	case float64:
+		c.out = binary.LittleEndian.AppendUint64(c.out, math.Float64bits(x))
+		return gomysql.MYSQL_TYPE_DOUBLE, false, nil
+	case float32:
+		c.out = binary.LittleEndian.AppendUint64(c.out, math.Float64bits(float64(x)))
+		return gomysql.MYSQL_TYPE_DOUBLE, false, nil
+	case string:
+		c.out = gomysql.AppendLengthEncodedInteger(c.out, uint64(len(x)))
+		c.out = append(c.out, x...)
+		return gomysql.MYSQL_TYPE_STRING, false, nil
+	case []byte:
+		if x == nil {
+			return gomysql.MYSQL_TYPE_NULL, false, nil
+		}
+		c.out = gomysql.AppendLengthEncodedInteger(c.out, uint64(len(x)))
+		c.out = append(c.out, x...)
+		return gomysql.MYSQL_TYPE_STRING, false, nil
+	}
+	return 0, false, fmt.Errorf("unsupported type %T", v)
+}
+
+// flush writes what the socket takes now; the rest when it is writable.
+func (c *conn) flush() {
+	for c.wpos < len(c.out) && !c.closed {
+		n, errno := evloop.RawWrite(c.fd, c.out[c.wpos:])
+		switch errno {
+		case 0:
+			c.wpos += n
+			continue
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if !c.wantOut {
+				c.wantOut = true
+				c.drv.loop().WantWrite(c.fd, true)
+			}
+			return
+		}
+		c.fail(fmt.Errorf("write: %w", errno))
+		return
+	}
+	c.out, c.wpos = c.out[:0], 0
+	if cap(c.out) > keepBufSize {
+		c.out = nil
+	}
+	if c.wantOut {
+		c.wantOut = false
+		c.drv.loop().WantWrite(c.fd, false)
+	}
+}
+
+// OnWritable implements evloop.Watcher.
+func (c *conn) OnWritable() { c.flush() }
+
+// OnReadable implements evloop.Watcher: it reads what the socket has and
+// handles every whole packet.
+func (c *conn) OnReadable() {
+	for !c.closed {
+		if len(c.in) == 0 {
+			c.in = make([]byte, readChunk)
+		}
+		if c.rlen == len(c.in) {
+			c.makeRoom(readChunk)
+		}
+		n, errno := evloop.RawRead(c.fd, c.in[c.rlen:])
+		if errno == unix.EAGAIN {
+			break
+		}
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || n <= 0 {
+			err := error(io.EOF)
+			if errno != 0 {
+				err = fmt.Errorf("read: %w", syscall.Errno(errno))
+			}
+			c.fail(err)
+			return
+		}
+		room := len(c.in) - c.rlen
+		c.rlen += n
+		c.parse()
+		if n < room {
+			break // the socket is drained
+		}
+	}
+	if c.closed {
+		return
+	}
+	if c.rpos == c.rlen {
+		c.rpos, c.rlen = 0, 0
+		if len(c.in) > keepBufSize {
+			c.in = nil
+		}
+	}
+}
+
+// makeRoom makes at least n bytes free after rlen, moving unparsed input to
+// the front or growing the buffer.
+func (c *conn) makeRoom(n int) {
+	unparsed := c.rlen - c.rpos
+	if c.rpos > 0 && len(c.in)-unparsed >= n {
+		copy(c.in, c.in[c.rpos:c.rlen])
+		c.rpos, c.rlen = 0, unparsed
+		return
+	}
+	if len(c.in)-c.rlen >= n {
+		return
+	}
+	nb := make([]byte, max(2*len(c.in), unparsed+n))
+	copy(nb, c.in[c.rpos:c.rlen])
+	c.in, c.rpos, c.rlen = nb, 0, unparsed
+}
+
+// parse handles every whole packet read.
+func (c *conn) parse() {
+	for !c.closed {
+		avail := c.rlen - c.rpos
+		if avail < 4 {
+			return
+		}
+		b := c.in[c.rpos:]
+		n := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16)
+		if avail < 4+n {
+			c.makeRoom(4 + n - avail)
+			return
+		}
+		p := c.in[c.rpos+4 : c.rpos+4+n]
+		c.rpos += 4 + n
+		if n == maxPayload || c.big != nil {
+			c.big = append(c.big, p...)
+			if n == maxPayload {
+				continue
+			}
+			p, c.big = c.big, nil
+		}
+		c.handle(p)
+	}
+}
+
+// handle decodes one packet of the answer awaited first.
+func (c *conn) handle(p []byte) {
+	if len(c.exp) == 0 {
+		if len(p) > 0 && p[0] == 0xff {
+			c.fail(fmt.Errorf("the server closed the session: %w", parseErr(p)))
+		} else {
+			c.fail(errors.New("protocol error: a packet nobody waited for"))
+		}
+		return
+	}
+	if len(p) == 0 {
+		c.fail(errMalformed)
+		return
+	}
+	e := &c.exp[0]
+	switch e.kind {
+	case expPrepare:
+		c.onPrepare(e, p)
+	case expResult:
+		c.onResult(e, p, e.r.Kind == sqlpool.KindQuery)
+	default:
+		c.onResult(e, p, false)
+	}
+}
+
+// onPrepare decodes COM_STMT_PREPARE's answer; once complete, the request's
+// EXECUTE goes out and the requests behind it follow.
+func (c *conn) onPrepare(e *expect, p []byte) {
+	rs := &c.rs
+	if rs.phase == phaseSkip {
+		rs.skip--
+		if rs.skip == 0 {
+			c.prepared(e)
+		}
+		return
+	}
+	switch p[0] {
+	case 0x00:
+		if len(p) < 12 {
+			c.fail(errMalformed)
+			return
+		}
+		st := e.st
+		st.id = binary.LittleEndian.Uint32(p[1:])
+		ncols := int(binary.LittleEndian.Uint16(p[5:]))
+		st.nparams = int(binary.LittleEndian.Uint16(p[7:]))
+		if rs.skip = st.nparams + ncols; rs.skip > 0 {
+			rs.phase = phaseSkip
+			return
+		}
+		c.prepared(e)
+	case 0xff:
+		r := e.r
+		r.Err = c.drv.classify(parseErr(p))
+		c.pop()
+		c.finish(r)
+		c.blocked = false
+		c.writePending()
+	default:
+		c.fail(errMalformed)
+	}
+}
+
+// prepared caches the statement, writes the EXECUTE that waited for it and
+// the requests behind it.
+func (c *conn) prepared(e *expect) {
+	r, st := e.r, e.st
+	c.pop()
+	c.stmts.put(st, c)
+	c.blocked = false
+	c.execute(r, st)
+	c.writePending()
+}
+
+// onResult decodes a statement's answer: an OK, an ERR, or result sets
+// (the first into the request's sink when rows is set, later ones dropped).
+func (c *conn) onResult(e *expect, p []byte, rows bool) {
+	rs := &c.rs
+	r := e.r
+	switch rs.phase {
+	case phaseFirst:
+		switch p[0] {
+		case 0x00:
+			if rows && rs.results == 0 {
+				r.Sink.Columns(0)
+			}
+			c.ended(e, p)
+		case 0xff:
+			c.errored(e, p)
+		default:
+			n, _, _ := gomysql.LengthEncodedInt(p)
+			rs.ncols, rs.ci = int(n), 0
+			for len(rs.cols) < rs.ncols {
+				rs.cols = append(rs.cols, column{})
+			}
+			if rows && rs.results == 0 {
+				r.Sink.Columns(rs.ncols)
+			}
+			rs.phase = phaseColumns
+			if rs.ncols == 0 {
+				rs.phase = phaseRows
+			}
+		}
+	case phaseColumns:
+		col := &rs.cols[rs.ci]
+		if err := parseColumn(p, col); err != nil {
+			c.fail(err)
+			return
+		}
+		if rows && rs.results == 0 {
+			r.Sink.Column(col.name)
+		}
+		if rs.ci++; rs.ci == rs.ncols {
+			rs.phase = phaseRows
+		}
+	case phaseRows:
+		switch {
+		case p[0] == 0x00 && e.kind == expResult:
+			if !rows || rs.results > 0 || rs.err != nil {
+				return
+			}
+			var err error
+			if c.scratch, err = decodeRow(p, rs.cols[:rs.ncols], r.Sink, c.scratch); err != nil {
+				c.fail(err)
+				return
+			}
+			if err := r.Sink.EndRow(); errors.Is(err, wire.ErrResultTooLarge) {
+				rs.err = &tether.Error{Code: tether.CodeTooLarge, Err: err, Message: "mysql: result is over max_result_bytes"}
+			}
+		case p[0] == 0xfe && len(p) < maxPayload:
+			c.ended(e, p)
+		case p[0] == 0xff:
+			c.errored(e, p)
+		case e.kind != expResult:
+			// A text row of a result set tetherd drops.
+		default:
+			c.fail(errMalformed)
+		}
+	}
+}
+
+// ended handles the OK that ends a statement's answer, or one result set of
+// several (a CALL's).
+func (c *conn) ended(e *expect, p []byte) {
+	o := &c.okp
+	if err := parseOK(p, o); err != nil {
+		c.fail(err)
+		return
+	}
+	r := e.r
+	var h hints
+	if e.st != nil {
+		h = e.st.hints
+	}
+	c.drv.report(o, r, h)
+	if e.kind == expResult && c.rs.results == 0 {
+		r.Affected, r.InsertID = int64(o.affected), int64(o.insertID)
+	}
+	if o.status&gomysql.SERVER_MORE_RESULTS_EXISTS != 0 {
+		c.rs.results++
+		c.rs.phase = phaseFirst
+		return
+	}
+	if c.rs.err != nil && r.Err == nil {
+		r.Err = c.rs.err
+	}
+	c.completed(e)
+}
+
+// errored handles an ERR that ends an answer.
+func (c *conn) errored(e *expect, p []byte) {
+	if e.r.Err == nil {
+		e.r.Err = c.drv.classify(parseErr(p))
+	}
+	c.completed(e)
+}
+
+// unpooledWhy names, for logs, what the text filter looks for.
+const unpooledWhy = "GET_LOCK, LAST_INSERT_ID, CALL, EXECUTE, HANDLER or XA"
+
+// completed pops an answered expectation and finishes its request if that
+// was its last answer.
+func (c *conn) completed(e *expect) {
+	r, last, st := e.r, e.last, e.st
+	if st != nil && st.hints&hintUnpooled != 0 {
+		r.AddUnpooled("statement text (" + unpooledWhy + ")")
+	}
+	c.pop()
+	if last {
+		c.finish(r)
+	}
+	c.drainLocal()
+}
+
+// pop drops the first expectation and resets the decoding state.
+func (c *conn) pop() {
+	c.exp[0] = expect{}
+	c.exp = c.exp[1:]
+	if len(c.exp) == 0 {
+		c.exp = c.exp[:0:0]
+	}
+	c.rs.phase, c.rs.results, c.rs.err, c.rs.skip = phaseFirst, 0, nil, 0
+}
+
+// drainLocal answers the requests answered by tetherd once it is their turn.
+func (c *conn) drainLocal() {
+	for !c.closed && len(c.exp) > 0 && c.exp[0].kind == expLocal {
+		e := c.exp[0]
+		c.pop()
+		if e.r.Err == nil {
+			e.r.Err = e.err
+		}
+		if e.last {
+			c.finish(e.r)
+		}
+	}
+}
+
+func (c *conn) finish(r *sqlpool.Request) {
+	if !c.closed {
+		c.pc.Done(r)
+	}
+}
+
+// stmt is a statement prepared on one connection.
+type stmt struct {
+	sql     string
+	id      uint32
+	nparams int
+	hints   hints
+	elem    *list.Element
+}
+
+// stmtCache keeps a connection's prepared statements by SQL text, the least
+// recently used closed past its size.
+type stmtCache struct {
+	size int
+	m    map[string]*stmt
+	lru  list.List // front: most recently used
+}
+
+func (s *stmtCache) init(size int) {
+	s.size = max(size, 1)
+	s.m = make(map[string]*stmt)
+	s.lru.Init()
+}
+
+func (s *stmtCache) get(sql string) *stmt {
+	st := s.m[sql]
+	if st != nil {
+		s.lru.MoveToFront(st.elem)
+	}
+	return st
+}
+
+// put caches st, closing the least recently used statement on c when full.
+func (s *stmtCache) put(st *stmt, c *conn) {
+	if old := s.m[st.sql]; old != nil {
+		s.lru.Remove(old.elem)
+	}
+	st.elem = s.lru.PushFront(st)
+	s.m[st.sql] = st
+	for len(s.m) > s.size {
+		victim := s.lru.Remove(s.lru.Back()).(*stmt)
+		delete(s.m, victim.sql)
+		start := c.beginPacket()
+		c.out = append(c.out, gomysql.COM_STMT_CLOSE)
+		c.out = binary.LittleEndian.AppendUint32(c.out, victim.id)
+		c.endPacket(start)
+	}
+}
+
+// clear forgets every statement (the server dropped them).
+func (s *stmtCache) clear() {
+	clear(s.m)
+	s.lru.Init()
+}
+
+var _ sqlpool.ServerConn = (*conn)(nil)

@@ -1,0 +1,312 @@
+package mysql
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"strings"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tether-php/tether/backend/sqlpool"
+)
+
+// Session state, by the server's word. Every pooled connection runs with
+// session tracking on (setupSQL): the OK packet that ends each statement then
+// says whether a transaction is open (SERVER_STATUS_IN_TRANS, and the
+// transaction state tracker, which also reports LOCK TABLES), which system
+// variables it changed and to what, whether it changed the default schema, and
+// whether it changed any other session state (user variables, temporary
+// tables, prepared statements: session_track_state_change). The pool resets a
+// connection after anything but a pooled variable (sqlpool.Report).
+//
+// What the server does not report, a look at the statement's text adds, and
+// only ever to reset more (sessionHints): user-level locks (GET_LOCK), HANDLER
+// tables, stored procedures (CALL, whose own statements may take such locks).
+
+// trackerSQL turns session tracking on; it is part of every connection's
+// setup and of its reset (COM_RESET_CONNECTION returns session variables to
+// their global values).
+const trackerSQL = "session_track_state_change = 1, session_track_schema = 1, " +
+	"session_track_system_variables = '*', session_track_transaction_info = 'STATE'"
+
+// pooledVariables are the session variables that stay pooled: a client's
+// values are kept and applied to whichever connection runs its next
+// statement. They are what PHP frameworks set when they connect (Laravel,
+// WordPress, Doctrine: SET NAMES, sql_mode, time_zone, the isolation level)
+// and the like. A change to any other variable resets the connection.
+var pooledVariables = []string{
+	"character_set_client", "character_set_connection", "character_set_results", "collation_connection",
+	"time_zone", "sql_mode", "transaction_isolation", "tx_isolation", "transaction_read_only", "tx_read_only",
+	"group_concat_max_len", "max_execution_time", "max_statement_time", "sql_auto_is_null", "sql_big_selects",
+	"sql_safe_updates", "sql_select_limit", "lc_time_names", "lc_messages", "innodb_lock_wait_timeout",
+	"lock_wait_timeout", "div_precision_increment", "default_storage_engine", "default_tmp_storage_engine",
+	"foreign_key_checks", "unique_checks", "sql_notes", "sql_warnings", "sql_quote_show_create",
+	"explicit_defaults_for_timestamp", "names", "wait_timeout", "net_read_timeout", "net_write_timeout",
+	"interactive_timeout", "optimizer_search_depth", "join_buffer_size", "sort_buffer_size",
+	"big_tables", "sql_buffer_result", "max_join_size", "collation_database", "character_set_database",
+}
+
+// baselineSQL reads the pooled variables' values after the setup: what a
+// variable returns to when a client that set it is done with a connection.
+func baselineSQL(vars []string) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, v := range vars {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("@@session.")
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+// ok is what an OK packet (or the OK that ends a result set) says.
+type ok struct {
+	affected, insertID uint64
+	status             uint16
+	stateChanged       bool
+	schemaChanged      bool
+	trxState           string
+	vars               []sqlpool.Setting
+}
+
+// parseOK reads an OK packet (header 0x00, or 0xfe ending a result set).
+func parseOK(p []byte, o *ok) error {
+	*o = ok{}
+	pos := 1
+	var n int
+	o.affected, _, n = gomysql.LengthEncodedInt(p[pos:])
+	pos += n
+	o.insertID, _, n = gomysql.LengthEncodedInt(p[pos:])
+	pos += n
+	if len(p) < pos+4 {
+		return errMalformed
+	}
+	o.status = binary.LittleEndian.Uint16(p[pos:])
+	pos += 4 // status, warnings
+	if pos >= len(p) {
+		return nil
+	}
+	_, _, n, err := gomysql.LengthEncodedString(p[pos:]) // info
+	if err != nil {
+		return nil // older servers end with an info string<EOF>
+	}
+	pos += n
+	if o.status&gomysql.SERVER_SESSION_STATE_CHANGED == 0 || pos >= len(p) {
+		return nil
+	}
+	state, _, _, err := gomysql.LengthEncodedString(p[pos:])
+	if err != nil {
+		return errMalformed
+	}
+	return parseSessionState(state, o)
+}
+
+// Session state tracker entry types.
+const (
+	trackSystemVariables = 0
+	trackSchema          = 1
+	trackStateChange     = 2
+	trackGTIDs           = 3
+	trackTrxChars        = 4
+	trackTrxState        = 5
+)
+
+func parseSessionState(b []byte, o *ok) error {
+	for len(b) > 0 {
+		typ := b[0]
+		data, _, n, err := gomysql.LengthEncodedString(b[1:])
+		if err != nil {
+			return errMalformed
+		}
+		b = b[1+n:]
+		switch typ {
+		case trackSystemVariables:
+			name, _, n, err := gomysql.LengthEncodedString(data)
+			if err != nil {
+				return errMalformed
+			}
+			value, _, _, err := gomysql.LengthEncodedString(data[n:])
+			if err != nil {
+				return errMalformed
+			}
+			o.vars = append(o.vars, sqlpool.Setting{Name: strings.ToLower(string(name)), Value: string(value)})
+		case trackSchema:
+			o.schemaChanged = true
+		case trackStateChange:
+			o.stateChanged = true
+		case trackTrxState:
+			if s, _, _, err := gomysql.LengthEncodedString(data); err == nil {
+				o.trxState = string(s)
+			}
+		}
+	}
+	return nil
+}
+
+// report is the sqlpool.Report of what an OK said, on a connection whose
+// pooled variables are pooled.
+func (d *driver) report(o *ok, r *sqlpool.Request, h hints) {
+	if o.status&gomysql.SERVER_SESSION_STATE_CHANGED == 0 && o.status&gomysql.SERVER_STATUS_IN_TRANS == 0 &&
+		o.status&gomysql.SERVER_STATUS_AUTOCOMMIT != 0 {
+		return // the common case: nothing to say
+	}
+	if r.Report == nil {
+		r.Report = &sqlpool.Report{}
+	}
+	rep := r.Report
+	rep.InTx = o.status&gomysql.SERVER_STATUS_IN_TRANS != 0
+	if o.status&gomysql.SERVER_STATUS_AUTOCOMMIT == 0 {
+		r.AddUnpooled("autocommit off")
+	}
+	// The transaction state tracker: "T" explicit, "I" implicit transaction,
+	// "L" tables locked (LOCK TABLES); "_" everywhere else.
+	if strings.ContainsAny(o.trxState, "TI") {
+		rep.InTx = true
+	}
+	if strings.ContainsRune(o.trxState, 'L') {
+		rep.Locked = true
+		r.AddUnpooled("LOCK TABLES")
+	}
+	if o.schemaChanged {
+		r.AddUnpooled("default schema changed (USE)")
+	}
+	explained := o.schemaChanged
+	for _, v := range o.vars {
+		explained = true
+		switch {
+		case d.pooled[v.Name]:
+			rep.Settings = append(rep.Settings, v)
+		case v.Name == "autocommit" && strings.EqualFold(v.Value, "ON"):
+		default:
+			r.AddUnpooled("session variable " + v.Name + " (not pooled)")
+		}
+	}
+	if o.stateChanged && (!explained || h&hintUserVar != 0) {
+		r.AddUnpooled("session state (a user variable, temporary table or prepared statement)")
+	}
+}
+
+// Statement hints, from the statement's text, looked at once per connection
+// (when the statement is prepared there).
+type hints uint8
+
+const (
+	// hintUnpooled: it may take session state the server does not report.
+	hintUnpooled hints = 1 << iota
+	// hintUserVar: it mentions a user variable. A statement that sets a
+	// pooled variable and a user variable at once is reported like one that
+	// sets only the former.
+	hintUserVar
+)
+
+// sessionHints looks at a statement's text for session state the server does
+// not report. It only ever makes the pool reset more; the server's report is
+// the guard.
+func sessionHints(sql string) hints {
+	up := strings.ToUpper(sql)
+	var h hints
+	if strings.Contains(up, "GET_LOCK") || strings.Contains(up, "LAST_INSERT_ID") ||
+		containsWord(up, "CALL") || containsWord(up, "EXECUTE") || containsWord(up, "HANDLER") || containsWord(up, "XA") {
+		h |= hintUnpooled
+	}
+	if hasUserVariable(sql) {
+		h |= hintUserVar
+	}
+	return h
+}
+
+// containsWord reports whether up holds word with no letter, digit or '_'
+// on either side.
+func containsWord(up, word string) bool {
+	for i := 0; ; {
+		j := strings.Index(up[i:], word)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(word)
+		if (j == 0 || !isWordByte(up[j-1])) && (end == len(up) || !isWordByte(up[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}
+
+// hasUserVariable reports an @name that is not @@system_variable.
+func hasUserVariable(sql string) bool {
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '@' {
+			continue
+		}
+		if i+1 < len(sql) && sql[i+1] == '@' {
+			i++
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// applySQL is the SET that brings a session's pooled variables from one
+// profile to another: each variable to the value the server reported for the
+// client, or back to its baseline. Values are written as hexadecimal
+// utf8mb4 literals (numbers as they are), so that no escaping rule, of any
+// sql_mode, applies.
+func applySQL(diff sqlpool.Diff, baseline map[string]string) string {
+	var b strings.Builder
+	b.WriteString("SET ")
+	first := true
+	add := func(name, value string) {
+		if !first {
+			b.WriteString(", ")
+		}
+		first = false
+		b.WriteString("SESSION ")
+		b.WriteString(name) // a name the server reported, on the pooled list
+		b.WriteString(" = ")
+		writeLiteral(&b, value)
+	}
+	for _, s := range diff.Set {
+		add(s.Name, s.Value)
+	}
+	for _, name := range diff.Reset {
+		add(name, baseline[name])
+	}
+	return b.String()
+}
+
+func writeLiteral(b *strings.Builder, v string) {
+	if v != "" && isNumber(v) {
+		b.WriteString(v)
+		return
+	}
+	if v == "" {
+		b.WriteString("''")
+		return
+	}
+	b.WriteString("_utf8mb4 X'")
+	b.WriteString(hex.EncodeToString([]byte(v)))
+	b.WriteString("'")
+}
+
+func isNumber(v string) bool {
+	dot := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+		case c == '-' && i == 0 && len(v) > 1:
+		case c == '.' && !dot && i > 0:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return true
+}
