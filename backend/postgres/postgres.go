@@ -1,119 +1,252 @@
-// Package postgres is the PostgreSQL backend, on github.com/jackc/pgx/v5
-// through its database/sql adapter.
+// Package postgres is the PostgreSQL backend. Its server connections are
+// dialled and authenticated by pgx's pgconn (SCRAM, MD5, every method pgx
+// knows), then taken over (pgconn's Hijack) and driven by tetherd's event loop
+// in the extended protocol (conn.go): a statement goes from a client's frame
+// to the server's socket and back without a goroutine hand-off. Messages are
+// encoded and decoded with pgx's pgproto3, except on the per-statement path
+// (Bind, DataRow), written here to go from the frame to the reply without a
+// value per cell. The pool (backend/sqlpool) keeps the connections; the
+// server's own reports decide when one must be reset (session.go).
 package postgres
 
 import (
-	"bytes"
-	"database/sql"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqldb"
+	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/internal/evloop"
 )
 
-// Backend is a PostgreSQL server behind a pool of connections.
+// Backend is a PostgreSQL server behind a pool of loop-driven connections.
+// It implements tether.Backend, Querier, Transactor, KeyValue and the loop
+// API of sqlpool.
 type Backend struct {
-	*sqldb.DB
+	*sqlpool.Pool
+	*sqldb.KeyValue
 }
 
 // New returns a backend for cfg.DSN, a libpq connection string
-// ("host=/var/run/postgresql dbname=app user=app") or URL. The connect timeout
-// comes from connect_timeout.
+// ("host=/var/run/postgresql dbname=app user=app") or URL, parsed by pgx. The
+// connect timeout comes from connect_timeout. TLS is not supported yet by the
+// loop-driven connections: sslmode prefer and allow connect without it, and
+// require or verify-* are refused. It connects nothing.
 func New(cfg tether.BackendConfig) (*Backend, error) {
-	pc, err := pgx.ParseConfig(cfg.DSN)
+	pc, err := pgconn.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: dsn: %w", err)
 	}
 	pc.ConnectTimeout = time.Duration(cfg.ConnectTimeout)
-	// tetherd prepares and caches statements itself (sqldb); pgx's own cache
-	// would prepare them a second time under other names.
-	pc.DefaultQueryExecMode = pgx.QueryExecModeExec
-	pc.StatementCacheCapacity = 0
-	pc.DescriptionCacheCapacity = 0
-	return &Backend{DB: sqldb.New(dialect{}, cfg, func() (*sql.DB, error) {
-		return stdlib.OpenDB(*pc, stdlib.OptionAfterConnect(registerCoercions)), nil
-	})}, nil
-}
-
-type dialect struct{}
-
-func (dialect) Name() string { return "postgres" }
-
-// Convert implements sqldb.Dialect. pgx returns int64, float64 (float32 for
-// real), bool, string for text and numeric (exact), []byte for bytea and
-// time.Time for date, timestamp and timestamptz.
-func (dialect) Convert(dbType string, v any) any {
-	switch x := v.(type) {
-	case time.Time:
-		switch dbType {
-		case "DATE":
-			return x.Format(sqldb.LayoutDate)
-		case "TIMESTAMPTZ":
-			return x.Format(sqldb.LayoutTimestamp)
-		default:
-			return x.Format(sqldb.LayoutDateTime)
-		}
-	case float32:
-		return float64(x)
-	case []byte:
-		if dbType == "BYTEA" {
-			return bytes.Clone(x) // x may be the driver's buffer
-		}
-		return string(x)
+	if err := withoutTLS(pc); err != nil {
+		return nil, err
 	}
-	return v
+	d := &driver{cfg: pc, stmtCacheSize: cfg.StmtCacheSize, pooled: map[string]bool{}}
+	for _, v := range pooledVariables {
+		d.pooled[v] = true
+	}
+	p := sqlpool.New(d, cfg)
+	d.pool = p
+	b := &Backend{Pool: p}
+	b.KeyValue = sqldb.NewKeyValue("postgres", keySQL(), p)
+	return b, nil
 }
 
-// ClassifyError implements sqldb.Dialect: the backend code is the SQLSTATE.
-func (dialect) ClassifyError(err error) *tether.Error {
+// withoutTLS keeps only the ways to connect without TLS, or refuses a config
+// that requires it.
+func withoutTLS(pc *pgconn.Config) error {
+	var plain []*pgconn.FallbackConfig
+	if pc.TLSConfig == nil {
+		plain = append(plain, &pgconn.FallbackConfig{Host: pc.Host, Port: pc.Port})
+	}
+	for _, f := range pc.Fallbacks {
+		if f.TLSConfig == nil {
+			plain = append(plain, f)
+		}
+	}
+	if len(plain) == 0 {
+		return errors.New("postgres: dsn: sslmode requires TLS, which tetherd's loop-driven PostgreSQL connections do not support yet; use sslmode=disable over a Unix socket or a private network")
+	}
+	pc.Host, pc.Port, pc.TLSConfig = plain[0].Host, plain[0].Port, nil
+	pc.Fallbacks = plain[1:]
+	return nil
+}
+
+// driver is the PostgreSQL protocol as the pool uses it (sqlpool.Driver).
+type driver struct {
+	cfg           *pgconn.Config
+	stmtCacheSize int
+	pooled        map[string]bool
+	pool          *sqlpool.Pool
+
+	sideMu sync.Mutex
+	side   *pgx.Conn // for pg_terminate_backend: opened on first use
+}
+
+func (d *driver) loop() *evloop.Loop { return d.pool.Loop() }
+
+// Name implements sqlpool.Driver.
+func (d *driver) Name() string { return "postgres" }
+
+// Dial implements sqlpool.Driver: pgconn connects and authenticates, then
+// hands its socket over.
+func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
+	pc, err := pgconn.ConnectConfig(ctx, d.cfg)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	hj, err := pc.Hijack()
+	if err != nil {
+		pc.Close(ctx)
+		return nil, d.classify(err)
+	}
+	defer hj.Conn.Close() // the loop works on a duplicate
+	if hj.TLSConfig != nil {
+		return nil, errors.New("postgres: the connection negotiated TLS, which tetherd's loop-driven connections do not support yet")
+	}
+	fd, err := evloop.TakeFd(hj.Conn)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{drv: d, fd: fd, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr()}, nil
+}
+
+// reportParameter records a ParameterStatus on the request that caused it.
+func (d *driver) reportParameter(r *sqlpool.Request, name, value string) {
+	lname := strings.ToLower(name)
+	if d.pooled[lname] {
+		if r.Report == nil {
+			r.Report = &sqlpool.Report{}
+		}
+		r.Report.Settings = append(r.Report.Settings, sqlpool.Setting{Name: lname, Value: value})
+		return
+	}
+	switch lname {
+	case "in_hot_standby", "server_version", "server_encoding", "integer_datetimes":
+		return // the server's, not the session's
+	}
+	r.AddUnpooled("session variable " + name + " (not pooled)")
+}
+
+// Cancel implements sqlpool.Driver: a CancelRequest on a connection of its
+// own, to the address the session's connection went to; it returns when the
+// server closed it, after signalling the session.
+func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
+	c := sc.(*conn)
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, c.addr.Network(), c.addr.String())
+	if err != nil {
+		return fmt.Errorf("dial for cancel: %w", err)
+	}
+	defer nc.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	msg := binary.BigEndian.AppendUint32(nil, uint32(12+len(c.secret)))
+	msg = binary.BigEndian.AppendUint32(msg, 80877102)
+	msg = binary.BigEndian.AppendUint32(msg, c.pid)
+	msg = append(msg, c.secret...)
+	if _, err := nc.Write(msg); err != nil {
+		return fmt.Errorf("send cancel: %w", err)
+	}
+	if _, err := io.Copy(io.Discard, nc); err != nil {
+		return fmt.Errorf("wait for the cancel to be taken: %w", err)
+	}
+	return nil
+}
+
+// Terminate implements sqlpool.Driver: pg_terminate_backend on the side
+// connection, which waits until the session has ended.
+func (d *driver) Terminate(ctx context.Context, sc sqlpool.ServerConn) error {
+	c := sc.(*conn)
+	d.sideMu.Lock()
+	defer d.sideMu.Unlock()
+	if d.side == nil || d.side.IsClosed() {
+		side, err := pgx.ConnectConfig(ctx, &pgx.ConnConfig{Config: *d.cfg.Copy()})
+		if err != nil {
+			return fmt.Errorf("open side connection: %w", err)
+		}
+		d.side = side
+	}
+	var gone bool
+	if err := d.side.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1) OR pg_terminate_backend($1, 5000)", int64(c.pid)).Scan(&gone); err != nil {
+		return err
+	}
+	if !gone {
+		return fmt.Errorf("session %d did not end within 5 s", c.pid)
+	}
+	return nil
+}
+
+// Close implements sqlpool.Driver.
+func (d *driver) Close() error {
+	d.sideMu.Lock()
+	defer d.sideMu.Unlock()
+	if d.side != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := d.side.Close(ctx)
+		d.side = nil
+		return err
+	}
+	return nil
+}
+
+// parseError decodes an ErrorResponse.
+func parseError(body []byte) *pgconn.PgError {
+	var er pgproto3.ErrorResponse
+	if er.Decode(body) != nil {
+		return &pgconn.PgError{Severity: "ERROR", Message: "malformed error message"}
+	}
+	return pgconn.ErrorResponseToPgError(&er)
+}
+
+// classify maps an error to the typed error sent to the client: the backend
+// code is the SQLSTATE.
+func (d *driver) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *tether.Error
+	if errors.As(err, &te) {
+		return err
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case "40001", "40P01": // serialization failure, deadlock
-			return &tether.Error{Code: tether.CodeBackendError, Message: pe.Message, BackendCode: pe.Code, Retry: true}
-		case "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006":
-			return &tether.Error{Code: tether.CodeUnavailable, Message: "postgres: " + pe.Message, BackendCode: pe.Code}
-		case "57014": // query_canceled: our own deadline
-			return nil
+			return &tether.Error{Code: tether.CodeBackendError, Message: pe.Message, BackendCode: pe.Code, Retry: true, Err: err}
+		case "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006", "28P01", "28000", "3D000":
+			return &tether.Error{Code: tether.CodeUnavailable, Message: "postgres: " + pe.Message, BackendCode: pe.Code, Err: err}
+		case "08P01", "42P18": // protocol violation (wrong parameter count), indeterminate parameter type
+			return &tether.Error{Code: tether.CodeBadRequest, Message: pe.Message, BackendCode: pe.Code, Err: err}
 		}
-		return &tether.Error{Code: tether.CodeBackendError, Message: pe.Message, BackendCode: pe.Code}
+		return &tether.Error{Code: tether.CodeBackendError, Message: pe.Message, BackendCode: pe.Code, Err: err}
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		return &tether.Error{Code: tether.CodeUnavailable, Message: "postgres: " + ce.Error(), Retry: true, Err: tether.ErrUnavailable}
 	}
-	if pgconn.SafeToRetry(err) {
-		return &tether.Error{Code: tether.CodeUnavailable, Message: "postgres: " + err.Error(), Retry: true, Err: tether.ErrUnavailable}
+	if e := sqldb.ClassifyIOError("postgres", err); e != nil {
+		return e
 	}
-	return sqldb.ClassifyIOError("postgres", err)
+	return &tether.Error{Code: tether.CodeUnavailable, Message: "postgres: " + err.Error(), Err: err}
 }
 
-// ChangesSession implements sqldb.Dialect: SET (but not SET LOCAL, which ends
-// with the transaction), RESET, temporary tables, LISTEN, PREPARE, DECLARE
-// (cursors WITH HOLD), LOAD, set_config() and session-level advisory locks.
-func (dialect) ChangesSession(sql string) bool {
-	w := sqldb.Keywords(sql, 3)
-	if len(w) == 0 {
-		return false
-	}
-	switch w[0] {
-	case "SET":
-		return !(len(w) > 1 && w[1] == "LOCAL")
-	case "RESET", "LISTEN", "PREPARE", "DECLARE", "LOAD", "DO", "CALL":
-		return true
-	}
-	return sqldb.CreatesTemp(w) || sqldb.ContainsFold(sql, "SET_CONFIG", "PG_ADVISORY_LOCK", "PG_TRY_ADVISORY_LOCK")
-}
-
-// KeySQL implements sqldb.Dialect. A table name may be schema-qualified; an
-// unqualified one is looked up on the search_path.
-func (dialect) KeySQL() sqldb.KeySQL {
+// keySQL is the SQL the key API needs. A table name may be schema-qualified;
+// an unqualified one is looked up on the search_path.
+func keySQL() sqldb.KeySQL {
 	q := sqldb.QuoteWith(`"`)
 	return sqldb.KeySQL{
 		Quote:       q,
@@ -133,4 +266,10 @@ func (dialect) KeySQL() sqldb.KeySQL {
 	}
 }
 
-var _ tether.Backend = (*Backend)(nil)
+var (
+	_ tether.Backend    = (*Backend)(nil)
+	_ tether.Querier    = (*Backend)(nil)
+	_ tether.Transactor = (*Backend)(nil)
+	_ tether.KeyValue   = (*Backend)(nil)
+	_ sqlpool.Driver    = (*driver)(nil)
+)

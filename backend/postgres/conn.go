@@ -1,0 +1,675 @@
+package postgres
+
+import (
+	"container/list"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"golang.org/x/sys/unix"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/internal/evloop"
+	"github.com/tether-php/tether/wire"
+)
+
+// conn is one PostgreSQL server connection driven by the event loop, in the
+// extended protocol: each statement is parsed once per connection under a
+// name of its own (Parse, Describe, Sync), then run with Bind, Execute and
+// Sync, its parameters bound, never interpolated. Requests are written as they
+// come, behind the earlier ones (pipelined: every one ends with its own Sync,
+// so an error in one does not touch the next), and their answers decoded as
+// they arrive, rows straight into the request's sink. Loop goroutine only,
+// once dialled.
+type conn struct {
+	drv    *driver
+	fd     int
+	pid    uint32
+	secret []byte
+	addr   net.Addr // where a CancelRequest goes
+	pc     *sqlpool.Conn
+
+	out     []byte
+	wpos    int
+	wantOut bool
+	in      []byte
+	rlen    int
+	rpos    int
+
+	stmts     stmtCache
+	nextName  uint64
+	pending   []*sqlpool.Request
+	blocked   bool
+	exp       []expect
+	scratch   []byte
+	txChecked bool // a statement in the open transaction was checked: check again at its end
+	closed    bool
+}
+
+type expectKind uint8
+
+const (
+	expPrepare expectKind = iota // Parse, Describe, Sync
+	expExec                      // Bind, Execute, Sync of a prepared statement
+	expSimple                    // a simple Query of tetherd's own
+	expCheck                     // checkSQL
+	expApply                     // an unnamed Parse, Bind, Execute, Sync of tetherd's own
+	expClose                     // Close of an evicted statement, Sync
+	expLocal                     // no message: a request answered by tetherd, in its turn
+)
+
+// expect is one answer awaited (up to its ReadyForQuery), and its request.
+type expect struct {
+	kind expectKind
+	r    *sqlpool.Request // nil for expClose
+	st   *stmt
+	last bool
+	err  error // expLocal's outcome
+}
+
+const (
+	readChunk   = 16 << 10
+	keepBufSize = 1 << 20
+)
+
+var errMalformed = errors.New("postgres: malformed message")
+
+// Attach implements sqlpool.ServerConn.
+func (c *conn) Attach(pc *sqlpool.Conn) {
+	c.pc = pc
+	c.stmts.init(c.drv.stmtCacheSize)
+}
+
+// Fd implements sqlpool.ServerConn.
+func (c *conn) Fd() int { return c.fd }
+
+// String implements sqlpool.ServerConn.
+func (c *conn) String() string { return "postgres pid " + strconv.FormatUint(uint64(c.pid), 10) }
+
+// Close implements sqlpool.ServerConn: Terminate if the socket takes it now,
+// then close.
+func (c *conn) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	evloop.RawWrite(c.fd, []byte{'X', 0, 0, 0, 4})
+	unix.Close(c.fd)
+	c.out, c.in = nil, nil
+}
+
+func (c *conn) fail(err error) {
+	if c.closed {
+		return
+	}
+	c.pc.Fail(err)
+}
+
+// Send implements sqlpool.ServerConn.
+func (c *conn) Send(r *sqlpool.Request) {
+	c.pending = append(c.pending, r)
+	c.writePending()
+}
+
+func (c *conn) writePending() {
+	for !c.blocked && len(c.pending) > 0 && !c.closed {
+		r := c.pending[0]
+		c.pending[0] = nil
+		c.pending = c.pending[1:]
+		c.write(r)
+	}
+	c.flush()
+	c.drainLocal()
+}
+
+func (c *conn) write(r *sqlpool.Request) {
+	switch r.Kind {
+	case sqlpool.KindQuery, sqlpool.KindExec:
+		st := c.stmts.get(r.SQL)
+		if st == nil {
+			c.nextName++
+			st = &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10), check: needsCheck(r.SQL)}
+			c.out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.out)
+			c.out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.out)
+			c.out = appendSync(c.out)
+			c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st})
+			c.blocked = true
+			return
+		}
+		c.execute(r, st)
+	case sqlpool.KindBegin:
+		c.txChecked = false
+		c.simple(r, "BEGIN", true)
+	case sqlpool.KindCommit, sqlpool.KindRollback:
+		sql := "COMMIT"
+		if r.Kind == sqlpool.KindRollback {
+			sql = "ROLLBACK"
+		}
+		c.simple(r, sql, !c.txChecked)
+		if c.txChecked {
+			// What a SET LOCAL set is over now; what a SET set is not.
+			c.txChecked = false
+			c.simple(r, checkSQL, true)
+			c.exp[len(c.exp)-1].kind = expCheck
+		}
+	case sqlpool.KindApply:
+		c.apply(r)
+	case sqlpool.KindReset:
+		c.stmts.clear() // DISCARD ALL drops them
+		for i, sql := range resetSQL {
+			c.simple(r, sql, i == len(resetSQL)-1)
+		}
+	case sqlpool.KindProbe:
+		c.simple(r, "SELECT 1", true)
+	default:
+		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true, err: fmt.Errorf("postgres: request kind %s", r.Kind)})
+	}
+}
+
+// simple writes a simple Query of tetherd's own.
+func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
+	c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
+	c.exp = append(c.exp, expect{kind: expSimple, r: r, last: last})
+}
+
+// execute writes Bind, Execute and Sync for r on the prepared st, and the
+// session check after them when st needs it.
+func (c *conn) execute(r *sqlpool.Request, st *stmt) {
+	if len(r.Params) != len(st.params) {
+		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
+			err: tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params))})
+		return
+	}
+	start := len(c.out)
+	c.out = append(c.out, 'B', 0, 0, 0, 0, 0) // length, unnamed portal
+	c.out = append(c.out, st.name...)
+	c.out = append(c.out, 0)
+	n := len(r.Params)
+	c.out = binary.BigEndian.AppendUint16(c.out, uint16(n))
+	formats := len(c.out)
+	for i := 0; i < n; i++ {
+		c.out = append(c.out, 0, 0)
+	}
+	c.out = binary.BigEndian.AppendUint16(c.out, uint16(n))
+	for i, v := range r.Params {
+		var f int16
+		var err error
+		if c.out, f, err = appendParam(c.out, st.params[i], v); err != nil {
+			c.out = c.out[:start]
+			c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
+				err: tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err)})
+			return
+		}
+		binary.BigEndian.PutUint16(c.out[formats+2*i:], uint16(f))
+	}
+	c.out = append(c.out, st.resultFormats...)
+	binary.BigEndian.PutUint32(c.out[start+1:], uint32(len(c.out)-start-1))
+	c.out = append(c.out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0) // Execute: unnamed portal, all rows
+	c.out = appendSync(c.out)
+	c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: !st.check})
+	if st.check {
+		if c.pc.InTx() {
+			c.txChecked = true
+		}
+		c.out, _ = (&pgproto3.Query{String: checkSQL}).Encode(c.out)
+		c.exp = append(c.exp, expect{kind: expCheck, r: r, last: true})
+	}
+}
+
+// apply writes the set_config statement that brings the session's pooled
+// variables to r.Profile.
+func (c *conn) apply(r *sqlpool.Request) {
+	d := sqlpool.DiffProfiles(c.pc.Profile(), r.Profile)
+	if d.Empty() {
+		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true})
+		return
+	}
+	n := len(d.Set) + len(d.Reset)
+	c.out, _ = (&pgproto3.Parse{Query: applySQL(n)}).Encode(c.out)
+	params := make([][]byte, 0, 2*n)
+	for _, s := range d.Set {
+		params = append(params, []byte(s.Name), []byte(s.Value))
+	}
+	for _, name := range d.Reset {
+		params = append(params, []byte(name), nil)
+	}
+	c.out, _ = (&pgproto3.Bind{Parameters: params}).Encode(c.out)
+	c.out = append(c.out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0)
+	c.out = appendSync(c.out)
+	c.exp = append(c.exp, expect{kind: expApply, r: r, last: true})
+}
+
+func appendSync(b []byte) []byte { return append(b, 'S', 0, 0, 0, 4) }
+
+func (c *conn) flush() {
+	for c.wpos < len(c.out) && !c.closed {
+		n, errno := evloop.RawWrite(c.fd, c.out[c.wpos:])
+		switch errno {
+		case 0:
+			c.wpos += n
+			continue
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if !c.wantOut {
+				c.wantOut = true
+				c.drv.loop().WantWrite(c.fd, true)
+			}
+			return
+		}
+		c.fail(fmt.Errorf("write: %w", errno))
+		return
+	}
+	c.out, c.wpos = c.out[:0], 0
+	if cap(c.out) > keepBufSize {
+		c.out = nil
+	}
+	if c.wantOut {
+		c.wantOut = false
+		c.drv.loop().WantWrite(c.fd, false)
+	}
+}
+
+// OnWritable implements evloop.Watcher.
+func (c *conn) OnWritable() { c.flush() }
+
+// OnReadable implements evloop.Watcher.
+func (c *conn) OnReadable() {
+	for !c.closed {
+		if len(c.in) == 0 {
+			c.in = make([]byte, readChunk)
+		}
+		if c.rlen == len(c.in) {
+			c.makeRoom(readChunk)
+		}
+		n, errno := evloop.RawRead(c.fd, c.in[c.rlen:])
+		if errno == unix.EAGAIN {
+			break
+		}
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || n <= 0 {
+			err := error(io.EOF)
+			if errno != 0 {
+				err = fmt.Errorf("read: %w", syscall.Errno(errno))
+			}
+			c.fail(err)
+			return
+		}
+		room := len(c.in) - c.rlen
+		c.rlen += n
+		c.parse()
+		if n < room {
+			break
+		}
+	}
+	if c.closed {
+		return
+	}
+	if c.rpos == c.rlen {
+		c.rpos, c.rlen = 0, 0
+		if len(c.in) > keepBufSize {
+			c.in = nil
+		}
+	}
+}
+
+func (c *conn) makeRoom(n int) {
+	unparsed := c.rlen - c.rpos
+	if c.rpos > 0 && len(c.in)-unparsed >= n {
+		copy(c.in, c.in[c.rpos:c.rlen])
+		c.rpos, c.rlen = 0, unparsed
+		return
+	}
+	if len(c.in)-c.rlen >= n {
+		return
+	}
+	nb := make([]byte, max(2*len(c.in), unparsed+n))
+	copy(nb, c.in[c.rpos:c.rlen])
+	c.in, c.rpos, c.rlen = nb, 0, unparsed
+}
+
+// parse handles every whole message read.
+func (c *conn) parse() {
+	for !c.closed {
+		avail := c.rlen - c.rpos
+		if avail < 5 {
+			return
+		}
+		b := c.in[c.rpos:]
+		n := int(binary.BigEndian.Uint32(b[1:]))
+		if n < 4 {
+			c.fail(errMalformed)
+			return
+		}
+		if avail < 1+n {
+			c.makeRoom(1 + n - avail)
+			return
+		}
+		typ, body := b[0], b[5:1+n]
+		c.rpos += 1 + n
+		c.handle(typ, body)
+	}
+}
+
+// handle decodes one message: the asynchronous ones wherever they come, the
+// rest as part of the answer awaited first.
+func (c *conn) handle(typ byte, body []byte) {
+	switch typ {
+	case 'N': // NoticeResponse
+		return
+	case 'S': // ParameterStatus: a reported variable changed
+		var ps pgproto3.ParameterStatus
+		if ps.Decode(body) != nil || len(c.exp) == 0 || c.exp[0].r == nil {
+			return
+		}
+		c.drv.reportParameter(c.exp[0].r, ps.Name, ps.Value)
+		return
+	case 'A': // NotificationResponse
+		if len(c.exp) > 0 && c.exp[0].r != nil {
+			c.exp[0].r.AddUnpooled("LISTEN")
+		}
+		return
+	}
+	if len(c.exp) == 0 {
+		if typ == 'E' {
+			c.fail(fmt.Errorf("the server closed the session: %w", parseError(body)))
+		} else {
+			c.fail(fmt.Errorf("protocol error: message %q nobody waited for", typ))
+		}
+		return
+	}
+	e := &c.exp[0]
+	r := e.r
+	if typ == 'E' {
+		switch {
+		case e.kind == expCheck:
+			// The statement's outcome stands; the session is not trusted.
+			r.AddUnpooled("session check failed: " + parseError(body).Error())
+		case r != nil && r.Err == nil:
+			r.Err = c.drv.classify(parseError(body))
+		}
+		return // ReadyForQuery follows
+	}
+	if typ == 'Z' {
+		c.ready(e, body)
+		return
+	}
+	switch e.kind {
+	case expPrepare:
+		st := e.st
+		switch typ {
+		case 't':
+			var pd pgproto3.ParameterDescription
+			if pd.Decode(body) != nil {
+				c.fail(errMalformed)
+				return
+			}
+			st.params = append([]uint32(nil), pd.ParameterOIDs...)
+		case 'T':
+			var rd pgproto3.RowDescription
+			if rd.Decode(body) != nil {
+				c.fail(errMalformed)
+				return
+			}
+			st.setColumns(rd.Fields)
+		}
+	case expExec:
+		switch typ {
+		case '2': // BindComplete: the columns are known from the prepare
+			if r.Kind == sqlpool.KindQuery {
+				r.Sink.Columns(len(e.st.cols))
+				for i := range e.st.cols {
+					r.Sink.Column(e.st.cols[i].name)
+				}
+			}
+		case 'D':
+			if r.Kind != sqlpool.KindQuery || r.Err != nil {
+				return
+			}
+			if err := c.decodeRow(r, e.st, body); err != nil {
+				c.fail(err)
+			}
+		case 'C':
+			r.Affected = affectedRows(body)
+		}
+	case expSimple:
+		if typ == 'C' && r.Kind == sqlpool.KindCommit && r.Err == nil && strings.HasPrefix(string(body), "ROLLBACK") {
+			r.Err = &tether.Error{Code: tether.CodeBackendError, BackendCode: "25P02",
+				Message: "postgres: the transaction was rolled back, not committed: a statement in it had failed"}
+		}
+	case expCheck:
+		if typ == 'D' {
+			c.checkRow(r, body)
+		}
+	}
+}
+
+// ready handles the ReadyForQuery that ends an answer.
+func (c *conn) ready(e *expect, body []byte) {
+	r := e.r
+	if len(body) < 1 {
+		c.fail(errMalformed)
+		return
+	}
+	if r != nil && body[0] != 'I' {
+		if r.Report == nil {
+			r.Report = &sqlpool.Report{}
+		}
+		r.Report.InTx = true
+	}
+	switch e.kind {
+	case expPrepare:
+		st := e.st
+		c.pop()
+		if r.Err != nil {
+			c.finish(r)
+			c.blocked = false
+			c.writePending()
+			return
+		}
+		c.stmts.put(st, c)
+		c.blocked = false
+		c.execute(r, st)
+		c.writePending()
+		return
+	case expCheck:
+		if r.Report == nil {
+			r.Report = &sqlpool.Report{}
+		}
+		r.Report.Snapshot = true
+	}
+	last := e.last
+	c.pop()
+	if last && r != nil {
+		c.finish(r)
+	}
+	c.drainLocal()
+}
+
+// decodeRow hands a DataRow's cells to the request's sink.
+func (c *conn) decodeRow(r *sqlpool.Request, st *stmt, b []byte) error {
+	if len(b) < 2 {
+		return errMalformed
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if n != len(st.cols) {
+		return errMalformed
+	}
+	pos := 2
+	r.Sink.BeginRow()
+	for i := 0; i < n; i++ {
+		if len(b) < pos+4 {
+			return errMalformed
+		}
+		l := int32(binary.BigEndian.Uint32(b[pos:]))
+		pos += 4
+		if l < 0 {
+			r.Sink.Nil()
+			continue
+		}
+		if len(b) < pos+int(l) {
+			return errMalformed
+		}
+		col := &st.cols[i]
+		var err error
+		if c.scratch, err = decodeCell(r.Sink, col.oid, col.bin, b[pos:pos+int(l)], c.scratch); err != nil {
+			return err
+		}
+		pos += int(l)
+	}
+	if err := r.Sink.EndRow(); errors.Is(err, wire.ErrResultTooLarge) {
+		r.Err = &tether.Error{Code: tether.CodeTooLarge, Err: err, Message: "postgres: result is over max_result_bytes"}
+	}
+	return nil
+}
+
+// checkRow reads one row of checkSQL's answer into the request's report.
+func (c *conn) checkRow(r *sqlpool.Request, b []byte) {
+	var dr pgproto3.DataRow
+	if dr.Decode(b) != nil || len(dr.Values) != 2 {
+		r.AddUnpooled("session check unreadable")
+		return
+	}
+	name, value := string(dr.Values[0]), string(dr.Values[1])
+	if r.Report == nil {
+		r.Report = &sqlpool.Report{}
+	}
+	if strings.HasPrefix(name, "@") {
+		r.AddUnpooled(name[1:])
+		return
+	}
+	lname := strings.ToLower(name)
+	if c.drv.pooled[lname] {
+		r.Report.Settings = append(r.Report.Settings, sqlpool.Setting{Name: lname, Value: value})
+		return
+	}
+	r.AddUnpooled("session variable " + name + " (not pooled)")
+}
+
+// affectedRows reads the row count from a CommandComplete tag ("INSERT 0 3",
+// "UPDATE 2", "SELECT 5"); 0 for tags without one.
+func affectedRows(body []byte) int64 {
+	tag := strings.TrimRight(string(body), "\x00")
+	i := strings.LastIndexByte(tag, ' ')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (c *conn) pop() {
+	c.exp[0] = expect{}
+	c.exp = c.exp[1:]
+	if len(c.exp) == 0 {
+		c.exp = c.exp[:0:0]
+	}
+}
+
+func (c *conn) drainLocal() {
+	for !c.closed && len(c.exp) > 0 && c.exp[0].kind == expLocal {
+		e := c.exp[0]
+		c.pop()
+		if e.r.Err == nil {
+			e.r.Err = e.err
+		}
+		if e.last {
+			c.finish(e.r)
+		}
+	}
+}
+
+func (c *conn) finish(r *sqlpool.Request) {
+	if !c.closed {
+		c.pc.Done(r)
+	}
+}
+
+// stmt is a statement prepared on one connection.
+type stmt struct {
+	sql           string
+	name          string
+	params        []uint32 // the parameters' inferred types
+	cols          []pgColumn
+	resultFormats []byte // the Bind message's result format codes, encoded
+	check         bool   // needsCheck
+	elem          *list.Element
+}
+
+type pgColumn struct {
+	name []byte
+	oid  uint32
+	bin  bool
+}
+
+// setColumns records the columns of a RowDescription and the result formats
+// to ask for them in.
+func (st *stmt) setColumns(fields []pgproto3.FieldDescription) {
+	st.cols = make([]pgColumn, len(fields))
+	st.resultFormats = binary.BigEndian.AppendUint16(nil, uint16(len(fields)))
+	for i, f := range fields {
+		bin := binaryResult(f.DataTypeOID)
+		st.cols[i] = pgColumn{name: append([]byte(nil), f.Name...), oid: f.DataTypeOID, bin: bin}
+		format := uint16(0)
+		if bin {
+			format = 1
+		}
+		st.resultFormats = binary.BigEndian.AppendUint16(st.resultFormats, format)
+	}
+}
+
+// stmtCache keeps a connection's prepared statements by SQL text, the least
+// recently used closed past its size.
+type stmtCache struct {
+	size int
+	m    map[string]*stmt
+	lru  list.List
+}
+
+func (s *stmtCache) init(size int) {
+	s.size = max(size, 1)
+	s.m = make(map[string]*stmt)
+	s.lru.Init()
+}
+
+func (s *stmtCache) get(sql string) *stmt {
+	st := s.m[sql]
+	if st != nil {
+		s.lru.MoveToFront(st.elem)
+	}
+	return st
+}
+
+func (s *stmtCache) put(st *stmt, c *conn) {
+	if st.resultFormats == nil {
+		st.resultFormats = []byte{0, 0}
+	}
+	st.elem = s.lru.PushFront(st)
+	s.m[st.sql] = st
+	for len(s.m) > s.size {
+		victim := s.lru.Remove(s.lru.Back()).(*stmt)
+		delete(s.m, victim.sql)
+		c.out, _ = (&pgproto3.Close{ObjectType: 'S', Name: victim.name}).Encode(c.out)
+		c.out = appendSync(c.out)
+		c.exp = append(c.exp, expect{kind: expClose})
+	}
+}
+
+func (s *stmtCache) clear() {
+	clear(s.m)
+	s.lru.Init()
+}
+
+var _ sqlpool.ServerConn = (*conn)(nil)
