@@ -3,27 +3,10 @@ package tether
 import "github.com/tether-php/tether/wire"
 
 // RowSink receives a statement's result value by value, as a backend decodes
-// it from the database's bytes. *wire.ResultEncoder is one (the reply to a
-// client, encoded straight from the database's bytes); ResultBuilder is the
-// other (a *Result, for Go callers). Text and Bytes may be handed a buffer
-// that is reused once they return.
-//
-// Order: Columns(n), n calls to Column, then per row BeginRow, one value
-// call per column and EndRow. EndRow returns wire.ErrResultTooLarge when the
-// result passed its byte limit; the backend then stops and answers too_large.
-type RowSink interface {
-	Columns(n int)
-	Column(name []byte)
-	BeginRow()
-	Nil()
-	Bool(v bool)
-	Int(v int64)
-	Uint(v uint64)
-	Float(v float64)
-	Text(b []byte)
-	Bytes(b []byte)
-	EndRow() error
-}
+// it: see wire.RowSink. *wire.ResultEncoder is one (the reply to a client,
+// encoded straight from the database's bytes); ResultBuilder is the other (a
+// *Result, for Go callers).
+type RowSink = wire.RowSink
 
 // ResultBuilder is a RowSink that builds a *Result with the protocol's value
 // mapping: strings for text, []byte for binary data.

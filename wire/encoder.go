@@ -11,6 +11,29 @@ import (
 // result passes the encoder's byte limit.
 var ErrResultTooLarge = errors.New("result too large")
 
+// RowSink receives a statement's result value by value, as a backend decodes
+// it from the database's bytes. ResultEncoder is one (the reply to a client,
+// encoded straight from the database's bytes); tether.ResultBuilder is the
+// other (a *tether.Result, for Go callers). Text and Bytes may be handed a
+// buffer that is reused once they return.
+//
+// Order: Columns(n), n calls to Column, then per row BeginRow, one value
+// call per column and EndRow. EndRow returns ErrResultTooLarge when the
+// result passed its byte limit; the backend then stops and answers too_large.
+type RowSink interface {
+	Columns(n int)
+	Column(name []byte)
+	BeginRow()
+	Nil()
+	Bool(v bool)
+	Int(v int64)
+	Uint(v uint64)
+	Float(v float64)
+	Text(b []byte)
+	Bytes(b []byte)
+	EndRow() error
+}
+
 // ResultEncoder encodes a query's result into a reply as a backend decodes it,
 // value by value, straight from the database's bytes: no [][]any, and no
 // boxed value per cell, between the two. It writes the same bytes as
@@ -194,3 +217,5 @@ func (e *ResultEncoder) Release(limit int) {
 		}
 	}
 }
+
+var _ RowSink = (*ResultEncoder)(nil)

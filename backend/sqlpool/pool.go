@@ -47,6 +47,7 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
 )
 
@@ -111,6 +112,8 @@ type Pool struct {
 	janitorDone chan struct{}
 	closeOnce   sync.Once
 }
+
+var _ loopsql.Backend = (*Pool)(nil)
 
 // Conn is the pool's side of one server connection.
 type Conn struct {
@@ -308,7 +311,7 @@ func (p *Pool) takeIdle(cl *Client) *Conn {
 	}
 	i := len(p.idle) - 1
 	for j := i; j >= 0; j-- {
-		if equal(p.idle[j].profile, want) {
+		if loopsql.Equal(p.idle[j].profile, want) {
 			i = j
 			break
 		}
@@ -344,10 +347,10 @@ func (p *Pool) pipelineFor(r *Request) *Conn {
 }
 
 func (p *Pool) enqueue(r *Request) {
-	r.queued = time.Now()
+	r.State.Queued = time.Now()
 	p.queue = append(p.queue, r)
 	p.stWaits.Add(1)
-	p.armTimer(r.queued.Add(time.Duration(p.cfg.AcquireTimeout)))
+	p.armTimer(r.State.Queued.Add(time.Duration(p.cfg.AcquireTimeout)))
 	if !r.Deadline.IsZero() {
 		p.armTimer(r.Deadline)
 	}
@@ -358,7 +361,7 @@ func (p *Pool) enqueue(r *Request) {
 func (p *Pool) maybeDial() {
 	waiting := 0
 	for _, r := range p.queue {
-		if !r.abandoned {
+		if !r.State.Abandoned {
 			waiting++
 		}
 	}
@@ -423,7 +426,7 @@ func (p *Pool) failQueue(err error) {
 	q := p.queue
 	p.queue = nil
 	for _, r := range q {
-		if !r.abandoned {
+		if !r.State.Abandoned {
 			r.Err = err
 			p.finish(r)
 		}
@@ -475,7 +478,7 @@ func (p *Pool) release(c *Conn) {
 		r := p.queue[0]
 		p.queue[0] = nil
 		p.queue = p.queue[1:]
-		if r.abandoned {
+		if r.State.Abandoned {
 			continue
 		}
 		c.state = stateBusy
@@ -490,16 +493,16 @@ func (p *Pool) release(c *Conn) {
 // run starts r on c, first applying r's client's settings when c's differ.
 func (c *Conn) run(r *Request) {
 	p := c.pool
-	r.conn = c
+	r.State.Conn = c
 	if r.Kind == KindBegin {
-		c.tx = &Tx{pool: p, conn: c, client: r.Client}
+		c.tx = &Tx{Conn: c, Client: r.Client}
 		c.state = statePinned
 	}
 	var want *Profile
 	if r.Client != nil {
 		want = r.Client.Profile
 	}
-	if r.Tx == nil && !equal(c.profile, want) {
+	if r.Tx == nil && !loopsql.Equal(c.profile, want) {
 		// Not pipelined: the statement must not run if the settings could
 		// not be applied.
 		c.next = r
@@ -507,7 +510,7 @@ func (c *Conn) run(r *Request) {
 			c.next = nil
 			if ar.Err != nil {
 				c.dirty = "settings not applied"
-				if !r.abandoned {
+				if !r.State.Abandoned {
 					r.Err = fmt.Errorf("%s: apply the client's session settings: %w", p.name, ar.Err)
 					p.finish(r)
 				}
@@ -517,7 +520,7 @@ func (c *Conn) run(r *Request) {
 				return
 			}
 			c.profile = want
-			if r.abandoned {
+			if r.State.Abandoned {
 				if r.Kind == KindBegin {
 					c.tx = nil
 				}
@@ -532,7 +535,7 @@ func (c *Conn) run(r *Request) {
 
 // send writes r on c and arms the deadline timer for it.
 func (p *Pool) send(c *Conn, r *Request) {
-	r.conn = c
+	r.State.Conn = c
 	c.sent = append(c.sent, r)
 	if !r.Deadline.IsZero() {
 		p.armTimer(r.Deadline)
@@ -543,15 +546,15 @@ func (p *Pool) send(c *Conn, r *Request) {
 // runInTx runs a statement, commit or rollback on its transaction's connection.
 func (p *Pool) runInTx(r *Request) {
 	tx := r.Tx
-	if tx.conn == nil {
-		r.Err = tx.ended
+	c, _ := tx.Conn.(*Conn)
+	if c == nil {
+		r.Err = tx.Ended
 		if r.Err == nil {
 			r.Err = fmt.Errorf("%s: %w", p.name, tether.ErrTxDone)
 		}
 		p.finish(r)
 		return
 	}
-	c := tx.conn
 	if c.state == stateCancelling || c.abortingTx {
 		r.Err = &tether.Error{Code: tether.CodeTxAborted, Retry: true, Message: p.name + ": the transaction is being rolled back"}
 		p.finish(r)
@@ -572,13 +575,13 @@ func (c *Conn) Done(r *Request) {
 	p.settle(c, r)
 	p.finish(r)
 	if c.state == stateCancelling {
-		if len(c.sent) > 0 && c.sent[0].abandoned {
+		if len(c.sent) > 0 && c.sent[0].State.Abandoned {
 			return // still draining what was given up
 		}
 		p.afterCancel(c)
 		return
 	}
-	if len(c.sent) > 0 && c.sent[0].abandoned {
+	if len(c.sent) > 0 && c.sent[0].State.Abandoned {
 		p.cancel(c) // the next one to run was given up while it waited behind others
 		return
 	}
@@ -609,7 +612,7 @@ func (p *Pool) settle(c *Conn, r *Request) {
 		}
 	case KindCommit, KindRollback:
 		if tx := c.tx; tx != nil {
-			tx.conn, tx.ended = nil, fmt.Errorf("%s: %w", p.name, tether.ErrTxDone)
+			tx.Conn, tx.Ended = nil, fmt.Errorf("%s: %w", p.name, tether.ErrTxDone)
 			c.tx = nil
 		}
 		if r.Err != nil {
@@ -628,8 +631,8 @@ func (p *Pool) settle(c *Conn, r *Request) {
 		c.profile = p.profiles.with(base, rep.Settings)
 		if r.Client != nil {
 			r.Client.Profile = c.profile
-		} else if r.Tx != nil && r.Tx.client != nil {
-			r.Tx.client.Profile = c.profile
+		} else if r.Tx != nil && r.Tx.Client != nil {
+			r.Tx.Client.Profile = c.profile
 		}
 	}
 	if rep.Unpooled != "" && c.dirty == "" {
@@ -653,10 +656,10 @@ func (p *Pool) settle(c *Conn, r *Request) {
 
 // finish calls r.Done once.
 func (p *Pool) finish(r *Request) {
-	if r.finished {
+	if r.State.Finished {
 		return
 	}
-	r.finished = true
+	r.State.Finished = true
 	r.Done(r)
 }
 
@@ -680,7 +683,7 @@ func (p *Pool) drop(c *Conn, err error) {
 	sent := c.sent
 	c.sent = nil
 	for _, r := range sent {
-		if !r.abandoned {
+		if !r.State.Abandoned {
 			r.Err = p.lostErr(err)
 		}
 		p.finish(r)
@@ -691,8 +694,8 @@ func (p *Pool) drop(c *Conn, err error) {
 		p.finish(r)
 	}
 	if tx := c.tx; tx != nil {
-		tx.conn = nil
-		tx.ended = &tether.Error{Code: tether.CodeTxAborted, Retry: true, Message: p.name + ": the transaction's connection was lost: " + err.Error()}
+		tx.Conn = nil
+		tx.Ended = &tether.Error{Code: tether.CodeTxAborted, Retry: true, Message: p.name + ": the transaction's connection was lost: " + err.Error()}
 		c.tx = nil
 	}
 	p.updateStats()
@@ -731,13 +734,18 @@ func (p *Pool) closeIdle() {
 // Abandon answers r with err now, if it has not been answered; a statement of
 // it still running on the server is cancelled there. Loop goroutine only.
 func (p *Pool) Abandon(r *Request, err error) {
-	if r.finished {
+	if r.State.Finished {
 		return
 	}
-	r.abandoned = true
+	r.State.Abandoned = true
 	r.Err = err
+	// The caller may reuse its sink once answered: whatever still arrives
+	// for r goes nowhere.
+	if r.Sink != nil {
+		r.Sink = discard{}
+	}
 	p.finish(r)
-	c := r.conn
+	c, _ := r.State.Conn.(*Conn)
 	if c == nil || c.state == stateGone {
 		return // it was waiting in the queue, which skips it
 	}
@@ -815,14 +823,14 @@ func (p *Pool) terminate(c *Conn, why string) {
 	sent := c.sent
 	c.sent = nil
 	for _, r := range sent {
-		if !r.abandoned {
+		if !r.State.Abandoned {
 			r.Err = p.lostErr(errors.New(why))
 		}
 		p.finish(r)
 	}
 	if tx := c.tx; tx != nil {
-		tx.conn = nil
-		tx.ended = &tether.Error{Code: tether.CodeTxAborted, Retry: true, Message: p.name + ": the transaction was rolled back: " + why}
+		tx.Conn = nil
+		tx.Ended = &tether.Error{Code: tether.CodeTxAborted, Retry: true, Message: p.name + ": the transaction was rolled back: " + why}
 		c.tx = nil
 	}
 	go func() {
@@ -850,7 +858,7 @@ func (p *Pool) terminate(c *Conn, why string) {
 // are the caller's to abort (AbortTx). Loop goroutine only.
 func (p *Pool) CancelClient(cl *Client, err error) {
 	for _, r := range p.queue {
-		if r.Client == cl && !r.finished {
+		if r.Client == cl && !r.State.Finished {
 			p.Abandon(r, err)
 		}
 	}
@@ -859,7 +867,7 @@ func (p *Pool) CancelClient(cl *Client, err error) {
 			p.Abandon(r, err)
 		}
 		for _, r := range c.sent {
-			if r.Client == cl && !r.finished {
+			if r.Client == cl && !r.State.Finished {
 				p.Abandon(r, err)
 			}
 		}
@@ -870,15 +878,15 @@ func (p *Pool) CancelClient(cl *Client, err error) {
 // idled too long, tetherd shuts down): a statement of it still running is
 // cancelled on the server first. Loop goroutine only.
 func (p *Pool) AbortTx(tx *Tx, why string) {
-	c := tx.conn
+	c, _ := tx.Conn.(*Conn)
 	if c == nil {
 		return
 	}
 	aborted := &tether.Error{Code: tether.CodeTxAborted, Retry: true, Message: "transaction was rolled back: " + why}
-	tx.ended = aborted
+	tx.Ended = aborted
 	c.abortingTx = true
 	for _, r := range c.sent {
-		if !r.finished && r.Kind != KindRollback && r.Kind != KindCommit {
+		if !r.State.Finished && r.Kind != KindRollback && r.Kind != KindCommit {
 			p.Abandon(r, aborted)
 		}
 	}
@@ -915,16 +923,16 @@ func (p *Pool) sweep() {
 	}
 	acquire := time.Duration(p.cfg.AcquireTimeout)
 	for _, r := range p.queue {
-		if r.finished {
+		if r.State.Finished {
 			continue
 		}
 		switch {
 		case !r.Deadline.IsZero() && !now.Before(r.Deadline):
 			p.Abandon(r, p.timeoutErr(false))
-		case now.Sub(r.queued) >= acquire:
+		case now.Sub(r.State.Queued) >= acquire:
 			p.Abandon(r, p.busyErr())
 		default:
-			later(r.queued.Add(acquire))
+			later(r.State.Queued.Add(acquire))
 			later(r.Deadline)
 		}
 	}
@@ -937,7 +945,7 @@ func (p *Pool) sweep() {
 			later(c.cancelAt.Add(cancelTimeout))
 		}
 		for _, r := range c.sent {
-			if r.finished || r.Deadline.IsZero() {
+			if r.State.Finished || r.Deadline.IsZero() {
 				continue
 			}
 			if !now.Before(r.Deadline) {
@@ -951,7 +959,7 @@ func (p *Pool) sweep() {
 				later(r.Deadline)
 			}
 		}
-		if r := c.next; r != nil && !r.finished && !r.Deadline.IsZero() {
+		if r := c.next; r != nil && !r.State.Finished && !r.Deadline.IsZero() {
 			if !now.Before(r.Deadline) {
 				p.Abandon(r, p.timeoutErr(false))
 			} else {
@@ -1022,5 +1030,17 @@ func (c *Conn) InTx() bool { return c.tx != nil }
 // Profile returns the session settings the server connection has now.
 func (c *Conn) Profile() *Profile { return c.profile }
 
-// DiffProfiles returns what takes a session with settings from to settings to.
-func DiffProfiles(from, to *Profile) Diff { return diff(from, to) }
+// discard is the sink of a request given up on.
+type discard struct{}
+
+func (discard) Columns(int)   {}
+func (discard) Column([]byte) {}
+func (discard) BeginRow()     {}
+func (discard) Nil()          {}
+func (discard) Bool(bool)     {}
+func (discard) Int(int64)     {}
+func (discard) Uint(uint64)   {}
+func (discard) Float(float64) {}
+func (discard) Text([]byte)   {}
+func (discard) Bytes([]byte)  {}
+func (discard) EndRow() error { return nil }

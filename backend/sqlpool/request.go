@@ -1,132 +1,31 @@
 package sqlpool
 
-import (
-	"time"
+import "github.com/tether-php/tether/backend/loopsql"
 
-	tether "github.com/tether-php/tether"
+// The request contract lives in backend/loopsql, which the server imports
+// too; these aliases keep the pool's and the protocols' code short.
+type (
+	Request = loopsql.Request
+	Kind    = loopsql.Kind
+	Report  = loopsql.Report
+	Setting = loopsql.Setting
+	Profile = loopsql.Profile
+	Client  = loopsql.Client
+	Tx      = loopsql.Tx
+	Diff    = loopsql.Diff
 )
 
-// Kind is what a Request asks of a server connection.
-type Kind uint8
-
-// The kinds of request. The first five come from clients; the rest are the
-// pool's own housekeeping, sent on a connection before or after a client's.
+// The kinds of request (loopsql).
 const (
-	KindQuery    Kind = iota + 1 // a statement that returns rows, into Sink
-	KindExec                     // a statement for its effect: Affected, InsertID
-	KindBegin                    // start a transaction; the connection is pinned to it
-	KindCommit                   // commit the request's Tx and unpin
-	KindRollback                 // roll back the request's Tx and unpin
-	KindApply                    // bring the session's settings to Profile (from the connection's)
-	KindReset                    // clear every session state and restore the pool's baseline
-	KindProbe                    // a no-op that absorbs a cancel that came late
+	KindQuery    = loopsql.KindQuery
+	KindExec     = loopsql.KindExec
+	KindBegin    = loopsql.KindBegin
+	KindCommit   = loopsql.KindCommit
+	KindRollback = loopsql.KindRollback
+	KindApply    = loopsql.KindApply
+	KindReset    = loopsql.KindReset
+	KindProbe    = loopsql.KindProbe
 )
 
-var kindNames = [...]string{"", "query", "exec", "begin", "commit", "rollback", "apply settings", "reset", "probe"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "?"
-}
-
-// Request is one unit of work for a pool: a client's statement, a transaction
-// boundary, or the pool's own housekeeping. The pool and the protocol fill in
-// its outcome and call Done once, on the loop goroutine.
-type Request struct {
-	Kind   Kind
-	SQL    string
-	Params []any          // nil, bool, int64, uint64, float64, string, []byte
-	Sink   tether.RowSink // KindQuery: where the rows go
-	// Client is the pooled session of the client that sent it (nil: a
-	// client with the baseline settings and nothing else, as Go callers are).
-	Client *Client
-	// Tx is the transaction a statement, commit or rollback runs in.
-	Tx *Tx
-	// Deadline, when not zero, bounds the request: waiting for a
-	// connection and running. A statement still running then is cancelled
-	// on the server.
-	Deadline time.Time
-	// Group ties the requests of one batch together: they may be
-	// pipelined on one connection, one after the other.
-	Group any
-	// Done is called once, on the loop goroutine, with the outcome set.
-	Done func(*Request)
-
-	// Outcome.
-	Err      error
-	Affected int64
-	InsertID int64
-	// NewTx is the transaction a successful KindBegin started.
-	NewTx *Tx
-
-	// Set by the protocol when it completes a request: what the server said
-	// about the session after it (nil when it said nothing).
-	Report *Report
-	// Profile is the settings KindApply brings the session to.
-	Profile *Profile
-
-	// The pool's bookkeeping.
-	queued    time.Time // when it entered the wait queue
-	conn      *Conn     // the connection it was sent on
-	abandoned bool      // answered already (deadline, client gone); its answer is dropped
-	finished  bool      // Done has been called
-}
-
-// Report is the server's own word on a session after a request: what it
-// reported (MySQL's OK packet status and session tracker, PostgreSQL's
-// ReadyForQuery and ParameterStatus) and, where the server does not report a
-// kind of state on its own, what the protocol asked it (see the drivers).
-type Report struct {
-	// InTx: a transaction is open on the session.
-	InTx bool
-	// Settings are the pooled session variables the request changed, with
-	// the values the server now has; with Snapshot, every pooled variable
-	// the session has set (a variable not listed is at its default).
-	Settings []Setting
-	Snapshot bool
-	// Unpooled, when not empty, names session state the request created that
-	// cannot follow the client to another connection (a temporary table, a
-	// user variable, a variable not on the pooled list, a lock...): the
-	// connection must be reset before anyone else uses it.
-	Unpooled string
-	// Locked: the session holds table locks (MySQL LOCK TABLES).
-	Locked bool
-}
-
-// setUnpooled records why the session must be reset; the first reason wins.
-func (r *Report) setUnpooled(why string) {
-	if r.Unpooled == "" {
-		r.Unpooled = why
-	}
-}
-
-// AddUnpooled records session state that cannot be pooled on the request's
-// report, creating the report if needed. For the protocols.
-func (r *Request) AddUnpooled(why string) {
-	if r.Report == nil {
-		r.Report = &Report{}
-	}
-	r.Report.setUnpooled(why)
-}
-
-// Client is one client's pooled session on a backend: the session settings
-// it set, which follow it to whichever connection runs its next statement.
-// The server keeps one per client connection and backend. Its fields are
-// touched only on the loop goroutine.
-type Client struct {
-	Profile *Profile
-}
-
-// Tx is a transaction pinned to one server connection.
-type Tx struct {
-	pool   *Pool
-	conn   *Conn // nil once the transaction is over
-	client *Client
-	// ended says why the transaction is over, once it is.
-	ended error
-}
-
-// Conn returns the connection the transaction is pinned to (nil once over).
-func (t *Tx) Conn() *Conn { return t.conn }
+// DiffProfiles returns what takes a session with settings from to settings to.
+func DiffProfiles(from, to *Profile) Diff { return loopsql.DiffProfiles(from, to) }

@@ -144,8 +144,15 @@ func New(h Handler, maxOut int) (*Loop, error) {
 
 // AddListener makes the loop accept connections from ln, which must be a
 // *net.UnixListener or *net.TCPListener. The loop owns ln from then on and
-// closes it when Run returns. Call before Run.
+// closes it when Run returns. It waits for the loop to take it: call it
+// from another goroutine than the loop's, with Run started.
 func (l *Loop) AddListener(ln net.Listener) error {
+	errc := make(chan error, 1)
+	l.Post(func() { errc <- l.addListener(ln) })
+	return <-errc
+}
+
+func (l *Loop) addListener(ln net.Listener) error {
 	var f *os.File
 	var err error
 	tcp := false
