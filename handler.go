@@ -5,8 +5,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/wire"
 )
@@ -27,6 +29,11 @@ func (s *Server) OnOpen(c *evloop.Conn, tcp bool) {
 func (s *Server) OnClose(c *evloop.Conn) {
 	ss := c.Context.(*session)
 	ss.cancel()
+	for name, cl := range ss.clients {
+		if lb, ok := s.backends[name].(loopsql.Backend); ok {
+			lb.CancelClient(cl, errClientGone)
+		}
+	}
 	ss.mu.Lock()
 	ss.closed = true
 	open := make([]*txState, 0, len(ss.txs))
@@ -120,6 +127,10 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			s.submitTxOp(ss, r)
 			return true
 		}
+		if t, lb, ok := s.loopBackend(ss, r); ok {
+			s.runLoopSQL(ss, r, t, lb)
+			return true
+		}
 		s.spawn(ss, r, s.runOp)
 	case wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
 		wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
@@ -155,6 +166,10 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			s.runOp(ss, &req, target{}, deadline)
 		})
 	case wire.OpBegin:
+		if t, lb, ok := s.loopBackend(ss, r); ok {
+			s.beginLoop(ss, r, t, lb)
+			return true
+		}
 		s.spawn(ss, r, s.runBegin)
 	case wire.OpCommit, wire.OpRollback:
 		if r.Tx == 0 {
@@ -171,14 +186,27 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			s.replyErrorNow(ss, r.ID, errShuttingDown())
 			return true
 		}
-		req := *r
-		s.inflight.Add(1)
-		deadline := s.deadline(r.TimeoutMS)
-		s.workers.run(func() { s.runBatch(ss, &req, deadline) })
+		s.startBatch(ss, r)
 	default:
 		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
 	}
 	return true
+}
+
+// errClientGone is what the requests of a client that went away end with
+// (nobody reads it).
+var errClientGone = &Error{Code: CodeUnavailable, Message: "client disconnected"}
+
+// loopBackend resolves a request's backend when the event loop drives it;
+// otherwise (another kind of backend, or an error to answer) it reports
+// false and the request takes the goroutine path, which answers errors.
+func (s *Server) loopBackend(ss *session, r *wire.Request) (target, loopsql.Backend, bool) {
+	t, e := s.backendFor(r.Backend)
+	if e != nil {
+		return t, nil, false
+	}
+	lb, ok := t.b.(loopsql.Backend)
+	return t, lb, ok
 }
 
 func errColumnarMultiGet() *Error {
@@ -376,71 +404,129 @@ func checkBatchOp(op *wire.Request) *Error {
 	return nil
 }
 
-// runBatch runs a batch's operations concurrently and answers once, in order.
-func (s *Server) runBatch(ss *session, r *wire.Request, deadline time.Time) {
-	defer s.inflight.Done()
-	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
-	defer cancel()
-	type outcome struct {
-		res *Result
-		err error
-	}
-	out := make([]outcome, len(r.Ops))
-	var wg sync.WaitGroup
-	for i := range r.Ops {
-		op := &r.Ops[i]
+// batch is one batch request in flight: its operations run at once, SQL on
+// loop backends from the loop (those on the same backend may be pipelined on
+// one connection), the rest on goroutines; whoever finishes last answers.
+type batch struct {
+	s      *Server
+	ss     *session
+	id     uint32
+	ops    []wire.Request
+	out    []batchOutcome
+	left   atomic.Int32
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+type batchOutcome struct {
+	res *Result
+	err error
+	q   *loopsql.Request // a loop operation's request, and its rows
+	enc *wire.ResultEncoder
+}
+
+// startBatch starts a batch's operations and answers once they are all done,
+// in request order. Loop goroutine.
+func (s *Server) startBatch(ss *session, r *wire.Request) {
+	deadline := s.deadline(r.TimeoutMS)
+	b := &batch{s: s, ss: ss, id: r.ID, ops: r.Ops, out: make([]batchOutcome, len(r.Ops))}
+	b.ctx, b.cancel = context.WithDeadline(ss.ctx, deadline)
+	b.left.Store(int32(len(r.Ops)) + 1) // +1 until every operation has started
+	s.inflight.Add(1)
+	for i := range b.ops {
+		op := &b.ops[i]
 		switch op.Op {
 		case wire.OpPing:
-			out[i].res = &Result{}
+			b.out[i].res = &Result{}
+			b.done()
 			continue
 		case wire.OpQuery, wire.OpExec, wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
 			wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate, wire.OpHTTP, wire.OpJoin:
 		case wire.OpUnknown:
-			out[i].err = Errorf(CodeUnknownOp, "unknown op %q", op.OpName)
+			b.out[i].err = Errorf(CodeUnknownOp, "unknown op %q", op.OpName)
+			b.done()
 			continue
 		default:
-			out[i].err = Errorf(CodeBadRequest, "op %s is not allowed in a batch", op.Op)
+			b.out[i].err = Errorf(CodeBadRequest, "op %s is not allowed in a batch", op.Op)
+			b.done()
 			continue
 		}
 		if e := checkBatchOp(op); e != nil {
-			out[i].err = e
+			b.out[i].err = e
+			b.done()
 			continue
 		}
-		var b target
+		var t target
 		if op.Op != wire.OpJoin { // a join names its backends in left and right
 			var e *Error
-			if b, e = s.backendFor(op.Backend); e != nil {
-				out[i].err = e
+			if t, e = s.backendFor(op.Backend); e != nil {
+				b.out[i].err = e
+				b.done()
 				continue
 			}
 		}
-		wg.Add(1)
+		if lb, ok := t.b.(loopsql.Backend); ok && (op.Op == wire.OpQuery || op.Op == wire.OpExec) {
+			if e := checkNoPaging(op, t); e != nil {
+				b.out[i].err = e
+				b.done()
+				continue
+			}
+			q, enc := s.newSQLRequest(ss, op, t.name, wire.Head{Nested: true})
+			q.Group = b
+			if op.TimeoutMS == 0 || deadline.Before(q.Deadline) {
+				q.Deadline = deadline
+			}
+			b.out[i].q, b.out[i].enc = q, enc
+			q.Done = func(*loopsql.Request) { b.done() }
+			lb.Submit(q)
+			continue
+		}
 		s.workers.run(func() {
-			defer wg.Done()
-			octx := ctx
+			octx := b.ctx
 			if op.TimeoutMS > 0 {
 				var ocancel context.CancelFunc
-				octx, ocancel = context.WithTimeout(ctx, time.Duration(op.TimeoutMS)*time.Millisecond)
+				octx, ocancel = context.WithTimeout(b.ctx, time.Duration(op.TimeoutMS)*time.Millisecond)
 				defer ocancel()
 			}
-			res, err := s.execute(octx, b, nil, op)
-			out[i] = outcome{res, classify(octx, err)}
+			res, err := s.execute(octx, t, nil, op)
+			b.out[i].res, b.out[i].err = res, classify(octx, err)
+			b.done()
 		})
 	}
-	wg.Wait()
-	s.reply(ss, func(buf []byte) []byte {
+	b.done()
+}
+
+// done counts one operation done; the last one answers the batch.
+func (b *batch) done() {
+	if b.left.Add(-1) != 0 {
+		return
+	}
+	s := b.s
+	defer s.inflight.Done()
+	b.cancel()
+	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)
-		buf = wire.AppendBatchHead(buf, wire.Head{ID: r.ID}, len(out))
-		for i, o := range out {
-			if r.Ops[i].Op == wire.OpPing && o.err == nil {
-				buf = wire.AppendOK(buf, wire.Head{Nested: true})
-				continue
+		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id}, len(b.out))
+		nested := wire.Head{Nested: true}
+		for i, o := range b.out {
+			op := &b.ops[i]
+			switch {
+			case o.q != nil:
+				buf = s.appendSQLOutcome(buf, nested, op.Op, o.q, o.enc)
+			case op.Op == wire.OpPing && o.err == nil:
+				buf = wire.AppendOK(buf, nested)
+			default:
+				buf = s.appendOutcome(buf, nested, op, o.res, o.err)
 			}
-			buf = s.appendOutcome(buf, wire.Head{Nested: true}, &r.Ops[i], o.res, o.err)
 		}
 		if len(buf)-start > s.cfg.Server.MaxResultBytes {
-			buf = appendErr(buf[:start], wire.Head{ID: r.ID}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
+			buf = appendErr(buf[:start], wire.Head{ID: b.id}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
 		}
 		return buf
 	})
+	for _, o := range b.out {
+		if o.enc != nil {
+			putEncoder(o.enc)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
 )
 
@@ -32,6 +33,7 @@ type Server struct {
 	backends map[string]Backend
 	log      *slog.Logger
 	loop     *evloop.Loop
+	served   chan error // the loop's Run result
 
 	inflight inflight // requests handed to goroutines
 	workers  *workers // the goroutines that run them
@@ -60,29 +62,42 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers()}
 }
 
-// Open connects every backend, then listens. It returns an error, having closed
-// whatever it opened, if any backend cannot be reached or a listener cannot be
+// Open starts the event loop, connects every backend (those driven by the
+// loop run on it), then listens. It returns an error, having closed whatever
+// it opened, if any backend cannot be reached or a listener cannot be
 // created.
 func (s *Server) Open(ctx context.Context) error {
-	if err := s.openBackends(ctx); err != nil {
-		return err
-	}
 	loop, err := evloop.New(s, s.cfg.Server.MaxResultBytes*2+s.cfg.Server.MaxFrameBytes)
 	if err != nil {
-		s.closeBackends(ctx)
 		return fmt.Errorf("create event loop: %w", err)
 	}
 	s.loop = loop
+	s.served = make(chan error, 1)
+	go func() { s.served <- loop.Run() }()
+	for _, b := range s.backends {
+		if lb, ok := b.(loopsql.Backend); ok {
+			lb.UseLoop(loop)
+		}
+	}
+	if err := s.openBackends(ctx); err != nil {
+		s.stopLoop()
+		return err
+	}
 	if err := s.listen(); err != nil {
-		loop.Stop()
-		go loop.Run() // Run closes the listeners already added
-		<-loop.Done()
 		s.closeBackends(ctx)
+		s.stopLoop()
 		return err
 	}
 	s.reaperStop, s.reaperDone = make(chan struct{}), make(chan struct{})
 	go s.reapIdleTransactions()
 	return nil
+}
+
+// stopLoop stops the event loop, which closes the listeners and every
+// client connection, and waits for it.
+func (s *Server) stopLoop() {
+	s.loop.Stop()
+	<-s.loop.Done()
 }
 
 func (s *Server) openBackends(ctx context.Context) error {
@@ -186,9 +201,10 @@ func lookupGroup(group string) (int, error) {
 	return strconv.Atoi(g.Gid)
 }
 
-// Serve runs the event loop until Shutdown has finished with it.
+// Serve waits until the event loop, started by Open, has stopped: it returns
+// after Shutdown, or with the error that stopped the loop.
 func (s *Server) Serve() error {
-	return s.loop.Run()
+	return <-s.served
 }
 
 // Shutdown drains the server: it stops accepting connections and new work
@@ -221,15 +237,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.log.Info("rolled back open transactions", "count", len(open))
 	}
 
-	s.loop.Stop()
-	<-s.loop.Done()
 	if s.reaperStop != nil {
 		close(s.reaperStop)
 		<-s.reaperDone
 	}
+	// The backends close before the loop stops: the loop drives some of them.
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return s.closeBackends(cctx)
+	err := s.closeBackends(cctx)
+	s.stopLoop()
+	return err
 }
 
 func (s *Server) closeBackends(ctx context.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/wire"
 )
@@ -18,6 +19,10 @@ type session struct {
 	// ctx is canceled when the client goes away, which cancels its requests.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// clients holds the session's pooled state (its session settings) on each
+	// loop backend it used; loop goroutine only.
+	clients map[string]*loopsql.Client
 
 	mu      sync.Mutex
 	closed  bool

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -16,7 +17,13 @@ type txState struct {
 	id      uint64
 	backend string
 	owner   *session
-	tx      Tx
+	tx      Tx // a transaction run by goroutines (queue below)...
+
+	// ... or one on a backend the event loop drives, whose connection runs
+	// its statements in order itself.
+	ltx    *loopsql.Tx
+	lb     loopsql.Backend
+	inLoop int // its loop requests in flight
 
 	mu       sync.Mutex
 	queue    []func()
@@ -70,7 +77,22 @@ func (t *txState) endedErr() *Error {
 func (t *txState) idleSince(cutoff time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !t.running && len(t.queue) == 0 && t.ended == nil && t.lastUsed.Before(cutoff)
+	return !t.running && len(t.queue) == 0 && t.inLoop == 0 && t.ended == nil && t.lastUsed.Before(cutoff)
+}
+
+// started and finished count a loop transaction's requests in flight, for
+// the idle reaper.
+func (t *txState) started() {
+	t.mu.Lock()
+	t.inLoop++
+	t.mu.Unlock()
+}
+
+func (t *txState) finished(now time.Time) {
+	t.mu.Lock()
+	t.inLoop--
+	t.lastUsed = now
+	t.mu.Unlock()
 }
 
 // submitTxOp queues a query, exec, commit or rollback on its transaction.
@@ -78,6 +100,10 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 	t, e := ss.lookupTx(r.Tx)
 	if e != nil {
 		s.replyErrorNow(ss, r.ID, e)
+		return
+	}
+	if t.ltx != nil {
+		s.runLoopTxOp(ss, r, t)
 		return
 	}
 	req := *r
@@ -144,6 +170,16 @@ func (s *Server) endTx(t *txState, why *Error) {
 // abortTx rolls t back on the server's initiative, after whatever is already
 // queued on it; the owner's later requests on it get tx_aborted.
 func (s *Server) abortTx(t *txState, why string) {
+	if t.ltx != nil {
+		if t.endedErr() != nil {
+			return
+		}
+		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+		// The backend cancels a statement of it still running, then rolls back.
+		s.loop.Post(func() { t.lb.AbortTx(t.ltx, why) })
+		s.log.Info("rolling back abandoned transaction", "tx", t.id, "backend", t.backend, "why", why)
+		return
+	}
 	t.submit(s, func() {
 		if t.endedErr() != nil {
 			return

@@ -1,0 +1,209 @@
+package tether
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tether-php/tether/backend/loopsql"
+	"github.com/tether-php/tether/wire"
+)
+
+// The path of a SQL statement to a backend whose connections the event loop
+// drives (loopsql.Backend: MySQL, PostgreSQL). Everything here runs on the
+// loop goroutine: the frame is decoded, the statement written to a server
+// connection, its answer decoded into the reply and the reply written, with
+// no goroutine hand-off (docs/benchmarks.md measures what that saves).
+
+// encoders are reused ResultEncoders: a query's rows are encoded into one as
+// they are decoded from the server.
+var encoders = sync.Pool{New: func() any { return new(wire.ResultEncoder) }}
+
+func getEncoder(h wire.Head, columnar bool, maxBytes int) *wire.ResultEncoder {
+	e := encoders.Get().(*wire.ResultEncoder)
+	e.Reset(h, columnar, maxBytes)
+	return e
+}
+
+func putEncoder(e *wire.ResultEncoder) {
+	e.Release(1 << 20)
+	encoders.Put(e)
+}
+
+// sqlClient returns the session's pooled state on a loop backend (its session
+// settings), creating it on first use.
+func (ss *session) sqlClient(backend string) *loopsql.Client {
+	if c, ok := ss.clients[backend]; ok {
+		return c
+	}
+	if ss.clients == nil {
+		ss.clients = map[string]*loopsql.Client{}
+	}
+	c := &loopsql.Client{}
+	ss.clients[backend] = c
+	return c
+}
+
+// newSQLRequest builds the loop request of a query or exec frame (r is the
+// loop's decode scratch: nothing of it is kept but what it owns, the SQL text
+// and the parameters, which each decode allocates anew).
+func (s *Server) newSQLRequest(ss *session, r *wire.Request, backend string, h wire.Head) (*loopsql.Request, *wire.ResultEncoder) {
+	q := &loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS)}
+	if backend != "" {
+		q.Client = ss.sqlClient(backend)
+	}
+	var enc *wire.ResultEncoder
+	if r.Op == wire.OpQuery {
+		q.Kind = loopsql.KindQuery
+		enc = getEncoder(h, r.Columnar, s.cfg.Server.MaxResultBytes)
+		q.Sink = enc
+	}
+	return q, enc
+}
+
+// runLoopSQL runs a query or exec outside a transaction on a loop backend and
+// answers it when the backend does.
+func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
+	if s.draining.Load() {
+		s.replyErrorNow(ss, r.ID, errShuttingDown())
+		return
+	}
+	if e := checkNoPaging(r, t); e != nil {
+		s.replyErrorNow(ss, r.ID, e)
+		return
+	}
+	h := wire.Head{ID: r.ID}
+	q, enc := s.newSQLRequest(ss, r, t.name, h)
+	op := r.Op
+	s.inflight.Add(1)
+	q.Done = func(q *loopsql.Request) {
+		s.inflight.Done()
+		s.logSQLFailure(op, t.name, q.Err)
+		s.replyNow(ss, func(b []byte) []byte { return s.appendSQLOutcome(b, h, op, q, enc) })
+		if enc != nil {
+			putEncoder(enc)
+		}
+	}
+	lb.Submit(q)
+}
+
+// checkNoPaging refuses limit and cursor on a query to a SQL backend: they are
+// for backends that page (Cassandra).
+func checkNoPaging(r *wire.Request, t target) *Error {
+	if r.Limit != 0 || r.Cursor != nil {
+		return Errorf(CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", t.typ)
+	}
+	return nil
+}
+
+// appendSQLOutcome appends the reply to a loop request: its error, its exec
+// result, or its rows from enc.
+func (s *Server) appendSQLOutcome(b []byte, h wire.Head, op wire.Op, q *loopsql.Request, enc *wire.ResultEncoder) []byte {
+	if q.Err != nil {
+		return appendErr(b, h, AsError(q.Err))
+	}
+	if op == wire.OpExec {
+		return wire.AppendExec(b, h, q.Affected, q.InsertID)
+	}
+	start := len(b)
+	b = enc.AppendReply(b)
+	if len(b)-start > s.cfg.Server.MaxResultBytes {
+		return appendErr(b[:start], h, Errorf(CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(b)-start, s.cfg.Server.MaxResultBytes))
+	}
+	return b
+}
+
+func (s *Server) logSQLFailure(op wire.Op, backend string, err error) {
+	if err == nil {
+		return
+	}
+	if te := AsError(err); te.Code == CodeInternal {
+		s.log.Error("request failed", "op", op.String(), "backend", backend, "err", err)
+	} else {
+		s.log.Debug("request failed", "op", op.String(), "backend", backend, "code", te.Code, "err", err)
+	}
+}
+
+// beginLoop begins a transaction on a loop backend: the connection it pins
+// is the only one its statements run on, until commit or rollback.
+func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
+	if s.draining.Load() {
+		s.replyErrorNow(ss, r.ID, errShuttingDown())
+		return
+	}
+	id := r.ID
+	q := &loopsql.Request{Kind: loopsql.KindBegin, Client: ss.sqlClient(t.name), Deadline: s.deadline(r.TimeoutMS)}
+	s.inflight.Add(1)
+	q.Done = func(q *loopsql.Request) {
+		s.inflight.Done()
+		if q.Err != nil {
+			s.logSQLFailure(wire.OpBegin, t.name, q.Err)
+			s.replyErrorNow(ss, id, AsError(q.Err))
+			return
+		}
+		tx := &txState{id: s.nextTx.Add(1), backend: t.name, owner: ss, ltx: q.NewTx, lb: lb}
+		tx.lastUsed = time.Now()
+		ss.mu.Lock()
+		closed := ss.closed
+		if !closed {
+			ss.txs[tx.id] = tx
+		}
+		ss.mu.Unlock()
+		if closed {
+			lb.AbortTx(q.NewTx, "client disconnected")
+			return
+		}
+		s.txMu.Lock()
+		s.txs[tx.id] = tx
+		s.txMu.Unlock()
+		s.replyNow(ss, func(b []byte) []byte { return wire.AppendTx(b, wire.Head{ID: id}, tx.id) })
+	}
+	lb.Submit(q)
+}
+
+// runLoopTxOp runs a query, exec, commit or rollback of a transaction on a
+// loop backend. Its connection runs them in the order they came.
+func (s *Server) runLoopTxOp(ss *session, r *wire.Request, t *txState) {
+	if e := t.endedErr(); e != nil {
+		s.replyErrorNow(ss, r.ID, e)
+		return
+	}
+	h := wire.Head{ID: r.ID}
+	op := r.Op
+	var q *loopsql.Request
+	var enc *wire.ResultEncoder
+	switch op {
+	case wire.OpCommit:
+		q = &loopsql.Request{Kind: loopsql.KindCommit}
+	case wire.OpRollback:
+		q = &loopsql.Request{Kind: loopsql.KindRollback}
+	default:
+		if e := checkNoPaging(r, target{typ: s.cfg.Backends[t.backend].Type}); e != nil {
+			s.replyErrorNow(ss, r.ID, e)
+			return
+		}
+		q, enc = s.newSQLRequest(ss, r, "", h)
+	}
+	q.Tx = t.ltx
+	q.Client = t.ltx.Client
+	q.Deadline = s.deadline(r.TimeoutMS)
+	t.started()
+	s.inflight.Add(1)
+	q.Done = func(q *loopsql.Request) {
+		s.inflight.Done()
+		t.finished(time.Now())
+		if op == wire.OpCommit || op == wire.OpRollback {
+			s.endTx(t, nil)
+		}
+		s.logSQLFailure(op, t.backend, q.Err)
+		s.replyNow(ss, func(b []byte) []byte {
+			if q.Err == nil && (op == wire.OpCommit || op == wire.OpRollback) {
+				return wire.AppendOK(b, h)
+			}
+			return s.appendSQLOutcome(b, h, op, q, enc)
+		})
+		if enc != nil {
+			putEncoder(enc)
+		}
+	}
+	t.lb.Submit(q)
+}
