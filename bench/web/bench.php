@@ -12,9 +12,10 @@ declare(strict_types=1);
  *
  * phase, against one running web server:
  *  1. check    GET every row's page once (?id=42) with curl; its body must be exactly what the row expects.
- *  2. warm-up  (not in --quick) per row, ab -c 100 through every worker, so that persistent connections and
+ *  2. warm-up  (not in --quick) per page file, ab -c 100 through every worker, so that persistent connections and
  *              OPcache are in place; then per row and load setting a calibration run, whose req/s sizes the
- *              measured runs (ab -n N with N = req/s x --seconds, so every run lasts about as long).
+ *              measured runs (ab -n N with N = req/s x --seconds, so every run lasts about as long). A row runs only
+ *              in the settings of its group's group_settings (rows.php), when it has any.
  *  3. rounds   in each round every load setting, and in it every row, gets one measured ab run (rows in reverse
  *              order every other round, settings rotated), so that a noisy minute on the shared host hits all rows
  *              of a comparison alike. Around each run: CPU of every process involved (/proc utime+stime, children
@@ -321,9 +322,20 @@ function run_ab(string $url, int $n, int $c, bool $k, ?callable $sample = null):
 // ---------------------------------------------------------------------------------------------------------------
 // The phase
 
+/** page_url returns the URL of a row's page at $base, with $query (a=1&b=2) added to the page's own query string. */
+function page_url(string $base, array $row, string $query = ''): string
+{
+    $url = "$base/{$row['page']}";
+    return $query === '' ? $url : $url . (str_contains($url, '?') ? '&' : '?') . $query;
+}
+
 /** expected_body returns what a page of the given kind must answer for ?id=$id. */
 function expected_body(string $kind, int $id = CHECK_ID): string
 {
+    if (preg_match('/^rows:(\d+)$/', $kind, $m)) {
+        // A page of N point reads: ids $id .. $id+N-1, one line each (pages/lib.php, bench_ids).
+        return implode('', array_map(static fn (int $i) => expected_body('row', $i), range($id, $id + (int) $m[1] - 1)));
+    }
     return match ($kind) {
         'empty' => '',
         'pong' => "pong\n",
@@ -348,7 +360,7 @@ function expected_body(string $kind, int $id = CHECK_ID): string
 /** check_page fetches a row's page once with curl and fails unless it answers 200 with the expected body. */
 function check_page(string $url, array $row): void
 {
-    $ch = curl_init("$url/{$row['page']}?id=" . CHECK_ID);
+    $ch = curl_init(page_url($url, $row, 'id=' . CHECK_ID));
     curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 30]);
     $body = curl_exec($ch);
     $status = curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
@@ -389,7 +401,7 @@ function measure(Run $run, string $url, array $row, array $set, int $n): array
     };
     $sample();
     $cpu0 = $run->cpu();
-    $ab = run_ab("$url/{$row['page']}", $n, $set['c'], $set['k'], $sample);
+    $ab = run_ab(page_url($url, $row), $n, $set['c'], $set['k'], $sample);
     $cpu1 = $run->cpu();
     if ($baseline !== null) {
         $maxUsed = $run->mysqlStatus(['Max_used_connections'])['Max_used_connections'];
@@ -455,7 +467,7 @@ function run_probe(array $probe, array $rowsByKey, string $url, ?string $freshUr
     $out = [];
     $one = static function ($ch, string $base, array $row, int $t = 1) use (&$problems): ?array {
         $id = mt_rand(1, 10000);
-        [$status, $body, $h, $us] = http_get($ch, "$base/{$row['page']}?t=$t&id=$id");
+        [$status, $body, $h, $us] = http_get($ch, page_url($base, $row, "t=$t&id=$id"));
         if ($status !== 200 || $body !== expected_body($row['expect'], $id) || !isset($h['x-read-ns'], $h['x-pid'])) {
             $problems[] = sprintf('%s?id=%d answered %s %s', $row['page'], $id, $status, json_encode(substr((string) $body, 0, 200)));
             return null;
@@ -573,19 +585,28 @@ function phase(array $argv): int
     }
     progress(sprintf('%s: %d pages answer as expected', $server, count($rows)));
 
-    // 2. Warm-up and calibration: N per row and setting.
+    // 2. Warm-up and calibration: N per row and setting, in the settings of its group (group_settings). A row has
+    // no N in a setting it is not measured in.
     $n = [];
+    $warm = [];
     foreach ($rows as $row) {
-        foreach ($settings as $sk => $set) {
+        $rowSettings = isset($spec['group_settings'][$row['group']])
+            ? array_intersect_key($settings, array_flip($spec['group_settings'][$row['group']])) : $settings;
+        foreach ($rowSettings as $sk => $set) {
             $n[$row['key']][$sk] = QUICK_REQUESTS;
         }
-        if ($opt['quick']) {
+        if ($opt['quick'] || !$rowSettings) {
             continue;
         }
-        // Round-robin accept (apache prefork) and fpm's queue spread these over every worker.
-        run_ab("$url/{$row['page']}", max(500, 3 * $workers), 100, false);
-        foreach ($settings as $sk => $set) {
-            $cal = run_ab("$url/{$row['page']}", max(300, 20 * $set['c']), $set['c'], $set['k']);
+        // Round-robin accept (apache prefork) and fpm's queue spread these over every worker. Once per page file:
+        // rows of one page with another ?n= share its persistent connections and OPcache entry.
+        $file = strtok($row['page'], '?');
+        if (!isset($warm[$file])) {
+            run_ab(page_url($url, $row), max(500, 3 * $workers), 100, false);
+            $warm[$file] = true;
+        }
+        foreach ($rowSettings as $sk => $set) {
+            $cal = run_ab(page_url($url, $row), max(300, 20 * $set['c']), $set['c'], $set['k']);
             $want = (int) round($cal['rps'] * $seconds, -2);
             $n[$row['key']][$sk] = max(10 * $set['c'], 500, min(200000, $want));
         }
@@ -604,6 +625,9 @@ function phase(array $argv): int
         $sets = array_merge(array_slice($setKeys, $r % count($setKeys)), array_slice($setKeys, 0, $r % count($setKeys)));
         foreach ($sets as $sk) {
             foreach ($order as $row) {
+                if (!isset($n[$row['key']][$sk])) {
+                    continue; // not in this setting (group_settings)
+                }
                 $m = measure($run, $url, $row, $settings[$sk], $n[$row['key']][$sk]);
                 $m['round'] = $r;
                 $runs[$sk][$row['key']][] = $m;
@@ -780,7 +804,8 @@ function report(array $argv): int
     $quick = (bool) array_filter(array_column($phases, 'quick'));
 
     // Summaries and ratios to the best baseline of each group.
-    $out = ['quick' => $quick, 'groups' => $spec['groups'], 'rows' => [], 'servers' => [], 'targets' => []];
+    $out = ['quick' => $quick, 'groups' => $spec['groups'], 'group_settings' => $spec['group_settings'] ?? [], 'rows' => [],
+        'servers' => [], 'targets' => []];
     foreach ($spec['rows'] as $row) {
         $out['rows'][$row['key']] = array_intersect_key($row, array_flip(['key', 'group', 'label', 'role']));
     }
@@ -876,9 +901,9 @@ function print_report(array $out, array $phases, int $pool): void
     echo "![latency per row: p50 and p99](img/web-bench-latency.png)\n\n";
 
     echo "#### Targets\n\n";
-    echo "Each cell: the row's req/s over that of the row it is compared with (the faster of them when there are two, as for "
-        . "pgbouncer), the median of the per-round ratios: both rows are measured in the same round and load setting, "
-        . "within about half a minute of each other.\n\n";
+    echo "Each cell: the row's req/s over that of the row it is compared with (the fastest of them when there are several, "
+        . "as for pgbouncer, or mysqli p: and PDO persistent), the median of the per-round ratios: both rows are measured in "
+        . "the same round and load setting, within about half a minute of each other.\n\n";
     $setLabels = [];
     foreach ($out['servers'] as $srv) {
         foreach ($srv['settings'] as $sk => $s) {
@@ -926,6 +951,14 @@ function print_report(array $out, array $phases, int $pool): void
         . "CPU per request, over all the row's runs (utime+stime from /proc, children included): the daemon between PHP and "
         . "the database (tetherd, pgbouncer or the Go service), the database, and the web server with its PHP workers. "
         . "Daemon RSS: at peak, all of it and (after the slash) its private part; the rest is mostly its binary, mapped.\n\n";
+    // A group measured in only some settings (rows.php group_settings) is missing from the others' tables: say so.
+    $only = [];
+    foreach ($out['group_settings'] as $g => $sks) {
+        $only[implode(' and ', array_map(static fn ($sk) => '`ab ' . ($setLabels[$sk] ?? $sk) . '`', $sks))][] = $out['groups'][$g];
+    }
+    foreach ($only as $sets => $groups) {
+        printf("Measured only with %s, to keep the run short: %s.\n\n", $sets, implode('; ', $groups));
+    }
     foreach ($out['servers'] as $server => $srv) {
         foreach ($srv['cells'] as $sk => $cells) {
             printf("##### %s, `ab %s`\n\n", $serverName[$server] ?? $server, $srv['settings'][$sk]['label']);

@@ -26,6 +26,12 @@ GROUP_SHORT = {
     "mysql-select1": "MariaDB SELECT 1",
     "mysql-point": "MariaDB point read",
     "pg-point": "PostgreSQL point read",
+    "mysql-n1": "MariaDB, 1 read a page",
+    "mysql-n5": "MariaDB, 5 reads a page",
+    "mysql-n20": "MariaDB, 20 reads a page",
+    "pg-n1": "PostgreSQL, 1 read a page",
+    "pg-n5": "PostgreSQL, 5 reads a page",
+    "pg-n20": "PostgreSQL, 20 reads a page",
     "cass-row": "Cassandra get('a') (E1)",
     "cass-super": "Cassandra get_super_column (E1)",
     "bt-point": "Bigtable random read (E2)",
@@ -67,10 +73,12 @@ def panels(res):
     return out
 
 
-def grid(res, title):
+def grid(res, title, ys):
     servers = list(res["servers"])
     ncols = max(len(srv["cells"]) for srv in res["servers"].values())
-    fig, axes = plt.subplots(len(servers), ncols, figsize=(4.6 * ncols + 2.6, 7.2 * len(servers)), squeeze=False,
+    # About a fifth of an inch per row, so that the labels stay legible however many rows there are.
+    height = max(7.2, 0.21 * (max(ys) - min(ys) + 1) + 1.5)
+    fig, axes = plt.subplots(len(servers), ncols, figsize=(4.6 * ncols + 2.6, height * len(servers)), squeeze=False,
                              sharey=True)
     quick = " (QUICK MODE: too few requests to quote)" if res.get("quick") else ""
     fig.suptitle(title + quick, fontsize=15, fontweight="bold")
@@ -93,7 +101,7 @@ def style_y(ax, ys, labels, kinds):
 
 def plot_rps(res, out):
     ys, labels, kinds, keys = layout(res)
-    fig, axes, servers = grid(res, "Tether web benchmark: requests per second (higher is better)")
+    fig, axes, servers = grid(res, "Tether web benchmark: requests per second (higher is better)", ys)
     for i, server in enumerate(servers):
         srv = res["servers"][server]
         for j, (sk, cells) in enumerate(srv["cells"].items()):
@@ -140,7 +148,8 @@ def plot_rps(res, out):
 
 def plot_latency(res, out):
     ys, labels, kinds, keys = layout(res)
-    fig, axes, servers = grid(res, "Tether web benchmark: latency per request, p50 (bar) and p99 (light bar), ms, log scale (lower is better)")
+    fig, axes, servers = grid(res, "Tether web benchmark: latency per request, p50 (bar) and p99 (light bar), ms, log scale (lower is better)",
+                              ys)
     for i, server in enumerate(servers):
         srv = res["servers"][server]
         for j, (sk, cells) in enumerate(srv["cells"].items()):

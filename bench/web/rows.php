@@ -13,12 +13,14 @@ declare(strict_types=1);
  *   key      unique id (results, plots)
  *   group    a key of groups
  *   label    what the tables and plots call it
- *   page     file in pages/; requested as /<page> under load, as /<page>?id=42 for the body check
+ *   page     file in pages/, with its query string if any (?n=20); requested as is under load, with id=42 added for
+ *            the body check
  *   role     baseline  - what PHP sites do today; the best of them is the group's yardstick
  *            tether    - through tetherd
  *            reference - kept for comparison (the Go service of seeds E1, E2); the yardstick only of a group
  *                        without baselines (Cassandra, Bigtable: PHP has no maintained native client for them)
  *   expect   the body the check wants: empty | pong | one ("1\n") | row (render_row of id 42) |
+ *            rows:N (render_row of ids 42 .. 42+N-1, one line each) |
  *            cass-row, cass-super (render_cells of seed E1's two reads, bench/cli/seed-e1.php)
  *   needs    services the page talks to (run.sh starts them; the driver checks they are up):
  *            mariadb | postgres | pgbouncer | tetherd | goservice | cassandra | bigtable (its emulator)
@@ -28,12 +30,51 @@ declare(strict_types=1);
  *   db       the database whose CPU per request is reported, or null
  */
 
+/*
+ * Pages of N point reads by primary key, N = 1, 5 and 20 (a WordPress or Laravel page runs 10-50 queries, so what
+ * each one costs adds up): one page per way in, requested with ?n=N, one group per database and N. Each way in has
+ * its own database user, shared by its three rows: a worker keeps one persistent link per user, as a site's would.
+ */
+$reads = static fn (int $n): string => $n === 1 ? 'one point read' : "$n point reads";
+$mysqlReads = static fn (int $n): array => [
+    ['key' => "mysqli-connect-n$n", 'group' => "mysql-n$n", 'label' => 'mysqli connect per request, plain queries', 'page' => "mysqli-connect-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['mariadb'], 'conns' => ['mariadb', 'mysqli_connect_n'], 'daemon' => null, 'db' => 'mariadb'],
+    ['key' => "mysqli-pconnect-n$n", 'group' => "mysql-n$n", 'label' => 'mysqli p:, plain queries', 'page' => "mysqli-pconnect-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['mariadb'], 'conns' => ['mariadb', 'mysqli_pconnect_n'], 'daemon' => null, 'db' => 'mariadb'],
+    ['key' => "pdo-persistent-n$n", 'group' => "mysql-n$n", 'label' => 'PDO persistent, one statement (emulated prepare)', 'page' => "pdo-persistent-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['mariadb'], 'conns' => ['mariadb', 'pdo_persistent_n'], 'daemon' => null, 'db' => 'mariadb'],
+    ['key' => "tether-n$n", 'group' => "mysql-n$n", 'label' => 'Tether, one call per read', 'page' => "tether-reads.php?n=$n", 'role' => 'tether',
+        'expect' => "rows:$n", 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
+    ['key' => "tether-batch-n$n", 'group' => "mysql-n$n", 'label' => 'Tether, one batch', 'page' => "tether-batch-reads.php?n=$n", 'role' => 'tether',
+        'expect' => "rows:$n", 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
+];
+$pgReads = static fn (int $n): array => [
+    ['key' => "pg-connect-n$n", 'group' => "pg-n$n", 'label' => 'pg_connect per request', 'page' => "pg-connect-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['postgres'], 'conns' => ['postgres', 'pg_connect_n'], 'daemon' => null, 'db' => 'postgres'],
+    ['key' => "pg-pconnect-n$n", 'group' => "pg-n$n", 'label' => 'pg_pconnect', 'page' => "pg-pconnect-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['postgres'], 'conns' => ['postgres', 'pg_pconnect_n'], 'daemon' => null, 'db' => 'postgres'],
+    ['key' => "pgbouncer-connect-n$n", 'group' => "pg-n$n", 'label' => 'pg_connect per request via pgbouncer', 'page' => "pgbouncer-connect-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['pgbouncer', 'postgres'], 'conns' => ['postgres', 'pgbouncer_connect_n'], 'daemon' => 'pgbouncer', 'db' => 'postgres'],
+    ['key' => "pgbouncer-pconnect-n$n", 'group' => "pg-n$n", 'label' => 'pg_pconnect via pgbouncer', 'page' => "pgbouncer-pconnect-reads.php?n=$n", 'role' => 'baseline',
+        'expect' => "rows:$n", 'needs' => ['pgbouncer', 'postgres'], 'conns' => ['postgres', 'pgbouncer_pconnect_n'], 'daemon' => 'pgbouncer', 'db' => 'postgres'],
+    ['key' => "tether-pg-n$n", 'group' => "pg-n$n", 'label' => 'Tether, one call per read', 'page' => "tether-pg-reads.php?n=$n", 'role' => 'tether',
+        'expect' => "rows:$n", 'needs' => ['tetherd', 'postgres'], 'conns' => ['postgres', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'postgres'],
+    ['key' => "tether-pg-batch-n$n", 'group' => "pg-n$n", 'label' => 'Tether, one batch', 'page' => "tether-pg-batch-reads.php?n=$n", 'role' => 'tether',
+        'expect' => "rows:$n", 'needs' => ['tetherd', 'postgres'], 'conns' => ['postgres', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'postgres'],
+];
+
 return [
     'groups' => [
         'floor' => 'Floor: an empty page, and a bare round trip to a local daemon',
         'mysql-select1' => 'MariaDB, SELECT 1 (seed E3)',
         'mysql-point' => 'MariaDB, point read by primary key from 10,000 rows (seeds E2, E3)',
         'pg-point' => 'PostgreSQL, point read by primary key from 10,000 rows',
+        'mysql-n1' => "MariaDB, {$reads(1)} per page by primary key (random distinct ids)",
+        'mysql-n5' => "MariaDB, {$reads(5)} per page by primary key (random distinct ids)",
+        'mysql-n20' => "MariaDB, {$reads(20)} per page by primary key (random distinct ids)",
+        'pg-n1' => "PostgreSQL, {$reads(1)} per page by primary key (random distinct ids)",
+        'pg-n5' => "PostgreSQL, {$reads(5)} per page by primary key (random distinct ids)",
+        'pg-n20' => "PostgreSQL, {$reads(20)} per page by primary key (random distinct ids)",
         'cass-row' => "Cassandra, get('a'): a row of 10 columns (seed E1)",
         'cass-super' => "Cassandra, get_super_column('a', 'b1'): a slice of 5 columns (seed E1)",
         'bt-point' => 'Bigtable (emulator), random single-row read from 10,000 rows (seed E2)',
@@ -82,6 +123,9 @@ return [
         ['key' => 'tether-pg-point', 'group' => 'pg-point', 'label' => 'Tether', 'page' => 'tether-pg-point.php', 'role' => 'tether',
             'expect' => 'row', 'needs' => ['tetherd', 'postgres'], 'conns' => ['postgres', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'postgres'],
 
+        ...$mysqlReads(1), ...$mysqlReads(5), ...$mysqlReads(20),
+        ...$pgReads(1), ...$pgReads(5), ...$pgReads(20),
+
         ['key' => 'go-cass-row', 'group' => 'cass-row', 'label' => 'Go service (persistent keep-alive socket)', 'page' => 'go-cass-row.php', 'role' => 'reference',
             'expect' => 'cass-row', 'needs' => ['goservice', 'cassandra'], 'conns' => ['cassandra', 'goservice'], 'daemon' => 'goservice', 'db' => 'cassandra'],
         ['key' => 'tether-cass-row', 'group' => 'cass-row', 'label' => 'Tether', 'page' => 'tether-cass-row.php', 'role' => 'tether',
@@ -109,6 +153,14 @@ return [
         ['label' => 'Tether point read >= 1.3x mysqli p:', 'row' => 'tether-point', 'vs' => ['mysqli-pconnect-point'], 'min' => 1.3, 'max_conns' => true],
         ['label' => 'Tether point read >= 2x mysqli connect per request', 'row' => 'tether-point', 'vs' => ['mysqli-connect-point'], 'min' => 2.0],
         ['label' => 'Tether PostgreSQL point read >= pgbouncer', 'row' => 'tether-pg-point', 'vs' => ['pgbouncer-connect-point', 'pgbouncer-pconnect-point'], 'min' => 1.0],
+        ['label' => '20 reads a page: Tether, one call per read >= mysqli connect per request', 'row' => 'tether-n20', 'vs' => ['mysqli-connect-n20'], 'min' => 1.0],
+        ['label' => '20 reads a page: Tether, one call per read >= 0.85x the best of mysqli p: and PDO persistent', 'row' => 'tether-n20',
+            'vs' => ['mysqli-pconnect-n20', 'pdo-persistent-n20'], 'min' => 0.85],
+        ['label' => '20 reads a page: Tether, one batch >= 1.3x the best of mysqli p: and PDO persistent', 'row' => 'tether-batch-n20',
+            'vs' => ['mysqli-pconnect-n20', 'pdo-persistent-n20'], 'min' => 1.3],
+        ['label' => '20 PostgreSQL reads a page: Tether, one call per read >= pgbouncer', 'row' => 'tether-pg-n20',
+            'vs' => ['pgbouncer-connect-n20', 'pgbouncer-pconnect-n20'], 'min' => 1.0],
+        ['label' => '20 PostgreSQL reads a page: Tether, one call per read >= 0.85x pg_pconnect', 'row' => 'tether-pg-n20', 'vs' => ['pg-pconnect-n20'], 'min' => 0.85],
         ['label' => 'E1: Tether Cassandra row page >= 1.5x the Go service page', 'row' => 'tether-cass-row', 'vs' => ['go-cass-row'], 'min' => 1.5],
         ['label' => 'E1: Tether Cassandra super column page >= 1.5x the Go service page', 'row' => 'tether-cass-super', 'vs' => ['go-cass-super'], 'min' => 1.5],
     ],
@@ -148,4 +200,11 @@ return [
         'c100' => ['c' => 100, 'k' => false, 'label' => '-c 100'],
         'c100k' => ['c' => 100, 'k' => true, 'label' => '-c 100 -k'],
     ],
+
+    /*
+     * group_settings: the groups measured in only some of the settings (the others: in all). The pages of N reads
+     * run only at -c 10, with and without -k: so their 33 rows add about 13 minutes to the full run (25 in all four
+     * settings).
+     */
+    'group_settings' => array_fill_keys(['mysql-n1', 'mysql-n5', 'mysql-n20', 'pg-n1', 'pg-n5', 'pg-n20'], ['c10', 'c10k']),
 ];

@@ -228,7 +228,8 @@ go build -o bin/goservice ./bench/goservice
 # The emulator that gcloud runs, from the module tetherd's backend already depends on.
 go build -o "$WEB/bigtable/btemulator" cloud.google.com/go/bigtable/cmd/emulator
 
-# Every PHP worker may hold a persistent link of each kind at once, and connect-per-request rows add as many again.
+# Every PHP worker may hold a persistent link of each kind at once (apache2's 150: 600 on MariaDB, 300 on PostgreSQL),
+# and connect-per-request rows add up to -c more.
 # Its own tmpdir: /tmp is shared with whatever else runs on the machine.
 mkdir -p "$WEB/mariadb-tmp"
 TETHER_MARIADB_PORT=${BENCH_WEB_MARIADB_PORT:-43306} \
@@ -236,9 +237,12 @@ TETHER_MARIADB_PORT=${BENCH_WEB_MARIADB_PORT:-43306} \
 TETHER_PG_PORT=${BENCH_WEB_PG_PORT:-45432} TETHER_PG_CONF="max_connections = 600
 ${TETHER_PG_CONF:-}" start_postgres "$WEB/pg"
 
-# One database user per way in, so that each row's backend connections can be counted apart (passwords = names).
-MYSQL_USERS=(mysqli_connect:bench_mysqli mysqli_pconnect:bench_mysqli_p pdo_persistent:bench_pdo_p goservice:bench_go)
-PG_USERS=(pg_connect:bench_pg pg_pconnect:bench_pg_p pgbouncer_connect:bench_pgb pgbouncer_pconnect:bench_pgb_p)
+# One database user per way in, so that each row's backend connections can be counted apart (passwords = names);
+# the *_n ones are those of the pages of N reads (rows.php), apart from the point-read pages'.
+MYSQL_USERS=(mysqli_connect:bench_mysqli mysqli_pconnect:bench_mysqli_p pdo_persistent:bench_pdo_p goservice:bench_go
+	mysqli_connect_n:bench_mysqli_n mysqli_pconnect_n:bench_mysqli_pn pdo_persistent_n:bench_pdo_pn)
+PG_USERS=(pg_connect:bench_pg pg_pconnect:bench_pg_p pgbouncer_connect:bench_pgb pgbouncer_pconnect:bench_pgb_p
+	pg_connect_n:bench_pg_n pg_pconnect_n:bench_pg_pn pgbouncer_connect_n:bench_pgb_n pgbouncer_pconnect_n:bench_pgb_pn)
 
 MYSQL=$(_db_bin mariadb mysql)
 log "web bench: loading bench_kv (10,000 rows) into MariaDB and PostgreSQL"
@@ -304,8 +308,8 @@ PGBOUNCER_PORT=$(free_port "${BENCH_WEB_PGBOUNCER_PORT:-46432}")
 chown postgres: "$WEB/pgbouncer"
 render bench/web/conf/pgbouncer.ini "$WEB/pgbouncer/pgbouncer.ini" DIR="$WEB/pgbouncer" PORT="$PGBOUNCER_PORT" \
 	DB="$DB" PG_SOCKET_DIR="$PG_SOCKET_DIR" PG_PORT="$PG_PORT" POOL="$POOL"
-for u in pgbouncer_connect:bench_pgb pgbouncer_pconnect:bench_pgb_p; do
-	printf '"%s" "%s"\n' "${u#*:}" "${u#*:}"
+for u in "${PG_USERS[@]}"; do
+	if [[ "$u" == pgbouncer_* ]]; then printf '"%s" "%s"\n' "${u#*:}" "${u#*:}"; fi
 done >"$WEB/pgbouncer/userlist.txt"
 chown postgres: "$WEB/pgbouncer"/*
 chmod 600 "$WEB/pgbouncer/userlist.txt"

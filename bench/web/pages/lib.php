@@ -10,7 +10,8 @@ declare(strict_types=1);
  *
  * A point-read page prints the row it read in one fixed-width line (render_row), so every point-read page, whatever
  * its backend, answers the same bytes for the same id, and ab's length check catches a page that answers anything
- * else. The id is ?id=N when given (the driver's body check), otherwise random in 1..10,000.
+ * else. The id is ?id=N when given (the driver's body check), otherwise random in 1..10,000. A page of N point reads
+ * (?n=N) prints N such lines: ids K, K+1, ... with ?id=K, otherwise N random distinct ones (bench_ids).
  *
  * It only declares, so that including it costs the pages next to nothing (the floor rows measure microseconds).
  * Errors need no handler: mysqli throws by default (PHP >= 8.1), and an uncaught exception under Debian's
@@ -20,6 +21,8 @@ declare(strict_types=1);
 
 const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
 const SQL_POINT_PG = 'SELECT id, name, score, created FROM bench_kv WHERE id = $1';
+// Plain text, the id appended as an int: what most PHP code does with mysqli (no prepare, one round trip).
+const SQL_POINT_BY_ID = 'SELECT id, name, score, created FROM bench_kv WHERE id = ';
 const TABLE_ROWS = 10000;
 // Seed E1's reads (bench/cli/seed-e1.php): get('a') on c1, get_super_column('a', 'b1') on s1, keyspace test.
 const CASS_KEY = 'a';
@@ -38,6 +41,28 @@ function cfg(): array
 function bench_id(): int
 {
     return isset($_GET['id']) ? (int) $_GET['id'] : mt_rand(1, TABLE_ROWS);
+}
+
+/**
+ * bench_ids returns the primary keys of a page of N point reads, N = ?n (1..100): with ?id=K, K .. K+N-1, so that the
+ * body check is deterministic; otherwise N random distinct ones.
+ *
+ * @return list<int>
+ */
+function bench_ids(): array
+{
+    $n = (int) ($_GET['n'] ?? 0);
+    if ($n < 1 || $n > 100) {
+        throw new RuntimeException('want ?n=1..100');
+    }
+    if (isset($_GET['id'])) {
+        return range((int) $_GET['id'], (int) $_GET['id'] + $n - 1);
+    }
+    $ids = [];
+    while (count($ids) < $n) {
+        $ids[mt_rand(1, TABLE_ROWS)] = true;
+    }
+    return array_keys($ids);
 }
 
 /**
@@ -68,6 +93,18 @@ function render_cells(array $cells): string
         $out .= sprintf("%-6s %s\n", $name, $value);
     }
     return $out;
+}
+
+/**
+ * batch_row returns the one row of a point read's batch result (a list of rows), or null when there was none; an
+ * operation that failed comes back as its exception, not thrown (Client::batch()): it is thrown here.
+ */
+function batch_row(mixed $result): ?array
+{
+    if ($result instanceof Throwable) {
+        throw $result;
+    }
+    return $result[0] ?? null;
 }
 
 /** bt_row maps a wide Bigtable row (key, f:name, f:score, f:created) to the fields of render_row. */

@@ -1,0 +1,7 @@
+<?php
+require __DIR__ . '/lib.php';
+$db = mysqli_open(cfg()['users']['mysqli_connect_n'], false);
+foreach (bench_ids() as $id) {
+    echo render_row($db->query(SQL_POINT_BY_ID . $id)->fetch_assoc());
+}
+$db->close();

@@ -1,0 +1,6 @@
+<?php
+require __DIR__ . '/lib.php';
+$db = pg_open('pg', cfg()['users']['pg_pconnect_n'], true);
+foreach (bench_ids() as $id) {
+    echo render_row(pg_point($db, $id));
+}
