@@ -77,7 +77,7 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 func (s *Server) replyNow(ss *session, build func(b []byte) []byte) {
 	b, start := wire.BeginFrame(s.loopBuf[:0])
 	b = wire.EndFrame(build(b), start)
-	ss.conn.Write(b)
+	ss.conn.WriteLater(b)
 	if cap(b) <= 1<<20 {
 		s.loopBuf = b
 	}

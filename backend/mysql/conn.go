@@ -51,6 +51,8 @@ type conn struct {
 	okp     ok                 // scratch
 	scratch []byte
 	closed  bool
+	// flushDue: registered to flush at the end of the loop's turn.
+	flushDue bool
 }
 
 // expectKind is the kind of answer a command gets.
@@ -145,8 +147,23 @@ func (c *conn) writePending() {
 		c.pending = c.pending[1:]
 		c.write(r)
 	}
-	c.flush()
+	c.flushLater()
 	c.drainLocal()
+}
+
+// flushLater writes the commands at the end of the loop's turn, with the
+// others of the turn (evloop.Loop.FlushLater).
+func (c *conn) flushLater() {
+	if !c.flushDue && c.wpos < len(c.out) {
+		c.flushDue = true
+		c.drv.loop().FlushLater(c)
+	}
+}
+
+// Flush implements evloop.Flusher.
+func (c *conn) Flush() {
+	c.flushDue = false
+	c.flush()
 }
 
 func (c *conn) write(r *sqlpool.Request) {

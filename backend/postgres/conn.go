@@ -51,6 +51,7 @@ type conn struct {
 	scratch   []byte
 	txChecked bool // a statement in the open transaction was checked: check again at its end
 	closed    bool
+	flushDue  bool // registered to flush at the end of the loop's turn
 }
 
 type expectKind uint8
@@ -125,8 +126,23 @@ func (c *conn) writePending() {
 		c.pending = c.pending[1:]
 		c.write(r)
 	}
-	c.flush()
+	c.flushLater()
 	c.drainLocal()
+}
+
+// flushLater writes the commands at the end of the loop's turn, with the
+// others of the turn (evloop.Loop.FlushLater).
+func (c *conn) flushLater() {
+	if !c.flushDue && c.wpos < len(c.out) {
+		c.flushDue = true
+		c.drv.loop().FlushLater(c)
+	}
+}
+
+// Flush implements evloop.Flusher.
+func (c *conn) Flush() {
+	c.flushDue = false
+	c.flush()
 }
 
 func (c *conn) write(r *sqlpool.Request) {

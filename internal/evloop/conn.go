@@ -16,9 +16,11 @@ type Conn struct {
 	in      []byte // unconsumed input; loop goroutine only
 	closing atomic.Bool
 
-	mu     sync.Mutex
-	out    []byte // output the socket has not taken yet
-	closed bool
+	mu      sync.Mutex
+	out     []byte // output the socket has not taken yet
+	closed  bool
+	pending bool // a flush at the end of the loop's turn is due
+	waiting bool // the socket was full: polled for writability
 
 	// Context is the handler's per-connection state.
 	Context any
@@ -35,12 +37,7 @@ func (c *Conn) Write(b []byte) error {
 		return ErrClosed
 	}
 	if len(c.out) > 0 {
-		if len(c.out)+len(b) > c.loop.maxOut {
-			c.shutdownLocked()
-			return ErrClosed
-		}
-		c.out = append(c.out, b...)
-		return nil
+		return c.queueLocked(b)
 	}
 	for len(b) > 0 {
 		n, errno := rawWrite(c.fd, b)
@@ -58,36 +55,99 @@ func (c *Conn) Write(b []byte) error {
 	}
 	if len(b) > 0 {
 		c.out = append(c.out[:0], b...)
-		unix.EpollCtl(c.loop.epfd, unix.EPOLL_CTL_MOD, c.fd,
-			&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLOUT, Fd: int32(c.fd)})
+		c.waitWritableLocked()
 	}
 	return nil
+}
+
+// WriteLater queues b to be written at the end of the loop's turn (see
+// Loop.FlushLater), after anything queued before it. Loop goroutine only; b
+// may be reused when it returns. A connection whose queue passes the loop's
+// limit is closed.
+func (c *Conn) WriteLater(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if err := c.queueLocked(b); err != nil {
+		return err
+	}
+	if !c.pending && !c.waiting {
+		c.pending = true
+		c.loop.FlushLater(c)
+	}
+	return nil
+}
+
+// queueLocked appends b to the output queue, closing a connection whose
+// queue passes the limit.
+func (c *Conn) queueLocked(b []byte) error {
+	if len(c.out)+len(b) > c.loop.maxOut {
+		c.shutdownLocked()
+		return ErrClosed
+	}
+	c.out = append(c.out, b...)
+	return nil
+}
+
+// Flush implements Flusher: it writes what WriteLater queued.
+func (c *Conn) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = false
+	if !c.closed && !c.waiting {
+		c.writeOutLocked()
+	}
 }
 
 // flush writes queued output; called on the loop when the socket is writable.
 func (c *Conn) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return
+	if !c.closed {
+		c.writeOutLocked()
 	}
-	for len(c.out) > 0 {
-		n, errno := rawWrite(c.fd, c.out)
+}
+
+// writeOutLocked writes the queue as far as the socket takes it, and polls
+// for writability while some is left.
+func (c *Conn) writeOutLocked() {
+	w := 0
+	for w < len(c.out) {
+		n, errno := rawWrite(c.fd, c.out[w:])
 		if errno == unix.EINTR {
 			continue
 		}
 		if errno == unix.EAGAIN {
+			c.out = c.out[:copy(c.out, c.out[w:])]
+			c.waitWritableLocked()
 			return
 		}
 		if errno != 0 {
 			c.shutdownLocked()
 			return
 		}
-		c.out = c.out[n:]
+		w += n
 	}
-	c.out = nil
+	c.out = c.out[:0]
+	if cap(c.out) > 64<<10 {
+		c.out = nil // do not pin a large reply's buffer on an idle connection
+	}
+	if c.waiting {
+		c.waiting = false
+		unix.EpollCtl(c.loop.epfd, unix.EPOLL_CTL_MOD, c.fd,
+			&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)})
+	}
+}
+
+func (c *Conn) waitWritableLocked() {
+	if c.waiting {
+		return
+	}
+	c.waiting = true
 	unix.EpollCtl(c.loop.epfd, unix.EPOLL_CTL_MOD, c.fd,
-		&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)})
+		&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLOUT, Fd: int32(c.fd)})
 }
 
 // Close closes the connection after the output queued so far is written as far
@@ -98,6 +158,9 @@ func (c *Conn) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
+		if len(c.out) > 0 && !c.waiting {
+			c.writeOutLocked() // what WriteLater queued, such as the error that explains the close
+		}
 		c.shutdownLocked()
 	}
 }

@@ -65,6 +65,11 @@ type Watcher interface {
 	OnWritable()
 }
 
+// Flusher has output to write at the end of the loop's turn.
+type Flusher interface {
+	Flush()
+}
+
 // Errors.
 var (
 	ErrClosed = errors.New("connection closed")
@@ -86,6 +91,7 @@ type Loop struct {
 	listeners map[int]*listener // by fd
 	conns     map[int]*Conn     // by fd; touched only on the loop goroutine
 	watchers  map[int]Watcher   // by fd; loop goroutine only
+	flushes   []Flusher         // to flush at the end of this turn; loop goroutine only
 	maxOut    int
 
 	mu        sync.Mutex
@@ -319,7 +325,27 @@ func (l *Loop) Run() error {
 				l.read(c, buf)
 			}
 		}
+		l.flush()
 	}
+}
+
+// FlushLater makes f's Flush run at the end of the loop's current turn, once
+// every ready socket has been served: the writes of one turn go out together,
+// each socket's in one write, and the peers they wake do not preempt the loop
+// in the middle of a turn (most of what a request costs tetherd is such
+// wake-ups and switches, measured in docs/benchmarks.md). Loop goroutine only;
+// f is flushed once however often it is added in a turn.
+func (l *Loop) FlushLater(f Flusher) {
+	l.flushes = append(l.flushes, f)
+}
+
+func (l *Loop) flush() {
+	// A Flush may add more (a reply written from a backend's answer).
+	for i := 0; i < len(l.flushes); i++ {
+		l.flushes[i].Flush()
+		l.flushes[i] = nil
+	}
+	l.flushes = l.flushes[:0]
 }
 
 func (l *Loop) accept(ln *listener) {
