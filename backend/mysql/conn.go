@@ -196,6 +196,11 @@ func (c *conn) write(r *sqlpool.Request) {
 		c.stmts.clear()
 		c.command(gomysql.COM_RESET_CONNECTION, "")
 		c.exp = append(c.exp, expect{kind: expOK, r: r})
+		if db := c.drv.cfg.DBName; db != "" {
+			// The reset keeps the default schema a USE chose.
+			c.command(gomysql.COM_INIT_DB, db)
+			c.exp = append(c.exp, expect{kind: expOK, r: r})
+		}
 		c.query(r, c.drv.setupSQL, true)
 	case sqlpool.KindProbe:
 		c.query(r, "DO 0", true)

@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -107,4 +108,52 @@ func TestBackend_PreparesOnce(t *testing.T) {
 	if d := prepares() - before; d != 1 {
 		t.Fatalf("50 runs of one statement prepared it %d times on the session", d)
 	}
+}
+
+// TestBackend_SessionLeaks runs, on MariaDB/MySQL, every statement a fault
+// campaign found to leak session state past the former SQL-text guess, each
+// followed by other clients probing what leaked.
+func TestBackend_SessionLeaks(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
+	backendtest.RunLeaks(t, &backendtest.LeakSuite{
+		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+			b, err := mysql.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Direct: func(t *testing.T) *sql.DB {
+			db, err := sql.Open("mysql", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		},
+		AutoID: "BIGINT AUTO_INCREMENT PRIMARY KEY",
+		Cases: []backendtest.LeakCase{
+			{Name: "StartTransaction", Statement: "START TRANSACTION", WriteLoss: true},
+			{Name: "BeginWork", Statement: "BEGIN WORK", WriteLoss: true},
+			{Name: "XAStart", Statement: "XA START 'tether_leak'", WriteLoss: true},
+			{Name: "AutocommitOff", Statement: "SET autocommit = 0", WriteLoss: true},
+			{Name: "AutocommitOffVersioned", Statement: "/*!40101 SET autocommit = 0 */", WriteLoss: true},
+			{Name: "ShadowingTempTable", Statement: "CREATE OR REPLACE TEMPORARY TABLE {table} (id INT, v VARCHAR(64))", WriteLoss: true},
+			{Name: "ShadowingTempTableLike", Statement: "CREATE TEMPORARY TABLE {table} LIKE {table}", WriteLoss: true},
+			{Name: "SetNamesAfterFormFeed", Statement: "\fSET NAMES latin1", Probe: "SELECT @@session.character_set_client", Clean: "utf8mb4"},
+			{Name: "VersionedCommentSet", Statement: "/*!40101 SET time_zone = '+05:00' */", Probe: "SELECT @@session.time_zone", CleanFromDirect: true},
+			{Name: "MariaDBCommentSet", Statement: "/*M!100000 SET sql_mode = 'ANSI_QUOTES' */", Probe: "SELECT @@session.sql_mode", CleanFromDirect: true},
+			{Name: "VerticalTabUserVariable", Statement: "\vSET @tether_leak = 'x'", Probe: "SELECT COALESCE(@tether_leak, 'none')", Clean: "none"},
+			{Name: "UserVariableInSelect", Statement: "SELECT @tether_leak := 'x'", Probe: "SELECT COALESCE(@tether_leak, 'none')", Clean: "none"},
+			{Name: "SetPooledAndUserVariable", Statement: "SET time_zone = '+03:00', @tether_leak = 'x'", Probe: "SELECT COALESCE(@tether_leak, 'none')", Clean: "none"},
+			{Name: "UnpooledVariable", Statement: "SET SESSION max_heap_table_size = 65536", Probe: "SELECT @@session.max_heap_table_size", CleanFromDirect: true},
+			{Name: "LastInsertIDSet", Statement: "SELECT LAST_INSERT_ID(12345)", Probe: "SELECT LAST_INSERT_ID()", Clean: "0"},
+			{Name: "LockTablesAfterFormFeed", Statement: "\fLOCK TABLES {table} WRITE", WriteLoss: true,
+				DirectProbe: "SET STATEMENT lock_wait_timeout = 2 FOR SELECT CONCAT(COUNT(*)) FROM {table}", DirectClean: "0"},
+			{Name: "GetLock", Statement: "SELECT GET_LOCK('tether_leak', 0)", DirectProbe: "SELECT CONCAT(IS_FREE_LOCK('tether_leak'))", DirectClean: "1"},
+			{Name: "PreparedSQL", Statement: "PREPARE tether_leak FROM 'SELECT 1'", Probe: "EXECUTE tether_leak", ProbeErr: true},
+			{Name: "Use", Statement: "USE information_schema", Probe: "SELECT DATABASE()", CleanFromDirect: true},
+			{Name: "HandlerOpen", Statement: "HANDLER {table} OPEN", Probe: "HANDLER {table} READ FIRST", ProbeErr: true},
+		},
+	})
 }

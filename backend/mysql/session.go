@@ -148,6 +148,11 @@ func parseSessionState(b []byte, o *ok) error {
 // report is the sqlpool.Report of what an OK said, on a connection whose
 // pooled variables are pooled.
 func (d *driver) report(o *ok, r *sqlpool.Request, h hints) {
+	if h&hintUserVar != 0 {
+		// MariaDB reports SET @v but not SELECT @v := ...; a statement that
+		// names a user variable may have set one.
+		r.AddUnpooled("user variable")
+	}
 	if o.status&gomysql.SERVER_SESSION_STATE_CHANGED == 0 && o.status&gomysql.SERVER_STATUS_IN_TRANS == 0 &&
 		o.status&gomysql.SERVER_STATUS_AUTOCOMMIT != 0 {
 		return // the common case: nothing to say
@@ -183,7 +188,7 @@ func (d *driver) report(o *ok, r *sqlpool.Request, h hints) {
 			r.AddUnpooled("session variable " + v.Name + " (not pooled)")
 		}
 	}
-	if o.stateChanged && (!explained || h&hintUserVar != 0) {
+	if o.stateChanged && !explained {
 		r.AddUnpooled("session state (a user variable, temporary table or prepared statement)")
 	}
 }
@@ -195,9 +200,9 @@ type hints uint8
 const (
 	// hintUnpooled: it may take session state the server does not report.
 	hintUnpooled hints = 1 << iota
-	// hintUserVar: it mentions a user variable. A statement that sets a
-	// pooled variable and a user variable at once is reported like one that
-	// sets only the former.
+	// hintUserVar: it mentions a user variable, which it may set without the
+	// server reporting it (SELECT @v := ...; and a SET of a pooled variable
+	// and a user variable at once is reported like one of the former only).
 	hintUserVar
 )
 

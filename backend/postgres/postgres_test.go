@@ -2,11 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the independent connection of the leak tests
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/backendtest"
@@ -90,4 +92,48 @@ func TestBackend_PreparesOnce(t *testing.T) {
 	if n := fmt.Sprint(r.Rows[0][0]); n != "1" {
 		t.Fatalf("statement prepared %s times on the session after 50 runs", n)
 	}
+}
+
+// TestBackend_SessionLeaks runs, on PostgreSQL, every statement a fault
+// campaign found to leak session state past the former SQL-text guess, each
+// followed by other clients probing what leaked.
+func TestBackend_SessionLeaks(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
+	appName := "SELECT current_setting('application_name')"
+	backendtest.RunLeaks(t, &backendtest.LeakSuite{
+		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+			b, err := postgres.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Direct: func(t *testing.T) *sql.DB {
+			db, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		},
+		AutoID: "BIGSERIAL PRIMARY KEY",
+		Cases: []backendtest.LeakCase{
+			{Name: "Begin", Statement: "BEGIN", WriteLoss: true},
+			{Name: "StartTransactionAfterFormFeed", Statement: "\fSTART TRANSACTION", WriteLoss: true},
+			{Name: "SelectIntoTempShadow", Statement: "SELECT * INTO TEMP {table} FROM {table} WHERE false", WriteLoss: true},
+			{Name: "CreateTempShadow", Statement: "CREATE TEMP TABLE {table} (id bigint, v text)", WriteLoss: true},
+			{Name: "PgTempSchemaShadow", Statement: "CREATE TABLE pg_temp.{table} (id bigint, v text)", WriteLoss: true},
+			{Name: "NestedCommentSetSearchPath", Statement: "/* a /* nested */ comment */ SET search_path = nowhere", Probe: "SHOW search_path", CleanFromDirect: true},
+			{Name: "FormFeedsSet", Statement: "\f\fSET application_name = 'leaked'", Probe: appName, CleanFromDirect: true},
+			{Name: "FormFeedSetTimeZone", Statement: "\fSET TIME ZONE 'Asia/Tokyo'", Probe: "SHOW TimeZone", CleanFromDirect: true},
+			{Name: "SetConfig", Statement: "SELECT set_config('application_name', 'leaked', false)", Probe: appName, CleanFromDirect: true},
+			{Name: "DoBlockSetConfig", Statement: "DO $$BEGIN PERFORM set_config('application_name', 'leaked', false); END$$", Probe: appName, CleanFromDirect: true},
+			{Name: "SessionCharacteristics", Statement: "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE", Probe: "SHOW default_transaction_isolation", CleanFromDirect: true},
+			{Name: "UnpooledVariable", Statement: "SET enable_seqscan = off", Probe: "SHOW enable_seqscan", CleanFromDirect: true},
+			{Name: "AdvisoryLock", Statement: "SELECT pg_advisory_lock(424242)", DirectProbe: "SELECT CASE WHEN pg_try_advisory_lock(424243) AND pg_try_advisory_lock(424242) THEN 'free' ELSE 'held' END", DirectClean: "free"},
+			{Name: "PreparedSQL", Statement: "PREPARE tether_leak AS SELECT 1", Probe: "EXECUTE tether_leak", ProbeErr: true},
+			{Name: "Listen", Statement: "LISTEN tether_leak", Probe: "SELECT count(*) FROM pg_listening_channels()", Clean: "0"},
+			{Name: "CursorWithHold", Statement: "DECLARE tether_leak CURSOR WITH HOLD FOR SELECT 1", Probe: "SELECT count(*) FROM pg_cursors WHERE name = 'tether_leak'", Clean: "0"},
+		},
+	})
 }
