@@ -5,11 +5,12 @@ declare(strict_types=1);
 require_once dirname(__DIR__) . '/lib/proc.php';
 
 /*
- * bench/cli/bench.php: per-call latency of Tether and of mysqli from the PHP CLI, tetherd's CPU per request, and the
- * backend connections tetherd uses.
+ * bench/cli/bench.php: per-call latency of Tether and of mysqli and pgsql from the PHP CLI, tetherd's CPU per request,
+ * the backend connections tetherd uses, and the targets tetherd's SQL layer is held to.
  *
- * Run it through bench/cli/run.sh, which starts a throwaway MariaDB and tetherd and passes their coordinates in the
- * environment. It prints markdown on stdout (progress on stderr) and, with --json FILE, the raw numbers as JSON.
+ * Run it through bench/cli/run.sh, which starts a throwaway MariaDB, PostgreSQL and tetherd (backends `maria`, the
+ * default, and `pg`) and passes their coordinates in the environment. It prints markdown on stdout (progress on
+ * stderr) and, with --json FILE, the raw numbers and the targets' verdicts as JSON.
  *
  *   php bench/cli/bench.php [--quick] [--iterations N] [--warmup N] [--rounds N] [--newconn-iterations N]
  *                           [--load-procs N] [--load-pings N] [--load-reads N] [--json FILE]
@@ -25,6 +26,9 @@ require_once dirname(__DIR__) . '/lib/proc.php';
  *   BENCH_MYSQLI_USER / BENCH_MYSQLI_PASSWORD               the user of the mysqli rows (bench / bench): another
  *                                                           user, so that tetherd's connections can be counted
  *   BENCH_ADMIN_USER / BENCH_ADMIN_PASSWORD                 a user that may FLUSH STATUS (root / empty)
+ *   PG_PID           the postmaster's pid (its backends are its children)
+ *   BENCH_PG_DSN     pg_connect string of the pgsql row's user (bench, not tetherd's, as for mysqli)
+ *   BENCH_PG_ADMIN_DSN                                      pg_connect string of a user that may read pg_stat_activity
  *   CLK_TCK          clock ticks per second of /proc/<pid>/stat (getconf CLK_TCK; 100)
  *   BENCH_TMPDIR     where the load workers leave their latencies (the system's temp dir)
  *   BENCH_NO_CLIENT=1  skip the Tether PHP client (raw frames only), as when it is not usable
@@ -36,6 +40,7 @@ require_once dirname(__DIR__) . '/lib/proc.php';
  */
 
 const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
+const SQL_POINT_PG = 'SELECT id, name, score, created FROM bench_kv WHERE id = $1';
 const TABLE_ROWS = 10000;
 const REFERENCE = 'mysqli-p-prepared';
 
@@ -68,6 +73,9 @@ final class Cfg
     public static string $adminUser;
     public static string $adminPass;
     public static int $clkTck;
+    public static int $pgPid;
+    public static string $pgDsn;
+    public static string $pgAdminDsn;
 
     public static function load(): void
     {
@@ -82,6 +90,9 @@ final class Cfg
         self::$adminUser = env('BENCH_ADMIN_USER', 'root');
         self::$adminPass = getenv('BENCH_ADMIN_PASSWORD') ?: '';
         self::$clkTck = (int) env('CLK_TCK', '100');
+        self::$pgPid = (int) env('PG_PID');
+        self::$pgDsn = env('BENCH_PG_DSN');
+        self::$pgAdminDsn = env('BENCH_PG_ADMIN_DSN');
     }
 }
 
@@ -126,7 +137,7 @@ function own_cpu_ticks(): float
 function busy_snapshot(): array
 {
     return ['wall' => microtime(true), 'machine' => machine_busy_ticks(),
-        'ours' => own_cpu_ticks() + cpu_ticks(Cfg::$tetherdPid) + cpu_ticks(Cfg::$mariadbPid)];
+        'ours' => own_cpu_ticks() + cpu_ticks(Cfg::$tetherdPid) + cpu_ticks(Cfg::$mariadbPid) + tree_cpu_ticks(Cfg::$pgPid)];
 }
 
 const STATUS_VARS = ['Connections', 'Questions', 'Com_select', 'Com_stmt_prepare', 'Com_stmt_execute', 'Com_stmt_close'];
@@ -149,6 +160,16 @@ function tether_conns(mysqli $admin): int
     return (int) $admin->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = '$u'")->fetch_row()[0];
 }
 
+/** tether_pg_conns counts the PostgreSQL connections of tetherd's user. */
+function tether_pg_conns(PgSql\Connection $pgAdmin): int
+{
+    $r = pg_query_params($pgAdmin, 'SELECT count(*) FROM pg_stat_activity WHERE usename = $1', [Cfg::$tetherDbUser]);
+    if ($r === false) {
+        throw new RuntimeException('pg_stat_activity: ' . pg_last_error($pgAdmin));
+    }
+    return (int) pg_fetch_result($r, 0, 0);
+}
+
 /** snapshot reads every counter a Meter compares. @return array<string, int> */
 function snapshot(mysqli $admin): array
 {
@@ -158,6 +179,7 @@ function snapshot(mysqli $admin): array
         'tetherd_ns' => $tns,
         'tetherd_ctx' => $tctx,
         'mariadb_ticks' => cpu_ticks(Cfg::$mariadbPid),
+        'pg_ticks' => tree_cpu_ticks(Cfg::$pgPid),
     ];
     foreach (db_status($admin) as $k => $v) {
         $s["db_$k"] = $v;
@@ -198,6 +220,7 @@ final class Counters
             'tetherd_cpu_us_ns' => $this->sum['tetherd_ns'] / 1000 / $calls,      // schedstat
             'tetherd_ctx' => $this->sum['tetherd_ctx'] / $calls,
             'mariadb_cpu_us' => $this->sum['mariadb_ticks'] * $tick / $calls,
+            'pg_cpu_us' => $this->sum['pg_ticks'] * $tick / $calls,           // postmaster and backends
             'tetherd_ticks' => $this->sum['tetherd_ticks'],
         ];
         foreach ($this->sum as $k => $v) {
@@ -313,6 +336,16 @@ function mysqli_open(bool $persistent = false): mysqli
     return new mysqli(($persistent ? 'p:' : '') . 'localhost', Cfg::$user, Cfg::$pass, Cfg::$dbName, 0, Cfg::$dbSocket);
 }
 
+/** pg_open connects to PostgreSQL as the pgsql row's user; a new connection, never one pg_connect kept. */
+function pg_open(): PgSql\Connection
+{
+    $c = pg_connect(Cfg::$pgDsn, PGSQL_CONNECT_FORCE_NEW);
+    if ($c === false) {
+        throw new RuntimeException('pg_connect failed (see the warning above)');
+    }
+    return $c;
+}
+
 function check_row(mixed $got, int $id): void
 {
     if ($got != $id) {
@@ -320,42 +353,47 @@ function check_row(mixed $got, int $id): void
     }
 }
 
-/** @return array<string, array{label: string, group: string, tether: bool, client?: bool, newconn?: bool, make: callable}> */
+/**
+ * calls lists the latency rows, in the order they are printed; db is the database a row reads (null: none), so that
+ * the MariaDB tables leave out the PostgreSQL rows.
+ *
+ * @return array<string, array{label: string, group: string, tether: bool, db: ?string, client?: bool, newconn?: bool, make: callable}>
+ */
 function calls(): array
 {
     return [
-        'tether-ping-raw' => ['label' => 'Tether ping, raw frames', 'group' => 'ping', 'tether' => true, 'make' => static function () {
+        'tether-ping-raw' => ['label' => 'Tether ping, raw frames', 'group' => 'ping', 'tether' => true, 'db' => null, 'make' => static function () {
             $t = new RawTether(Cfg::$tetherSocket);
             return static function (int $id) use ($t): void {
                 $t->call(['op' => 'ping']);
             };
         }],
-        'tether-ping-client' => ['label' => 'Tether ping, PHP client', 'group' => 'ping', 'tether' => true, 'client' => true, 'make' => static function () {
+        'tether-ping-client' => ['label' => 'Tether ping, PHP client', 'group' => 'ping', 'tether' => true, 'db' => null, 'client' => true, 'make' => static function () {
             $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
             return static function (int $id) use ($c): void {
                 $c->ping();
             };
         }],
-        'mysqli-ping-open' => ['label' => 'mysqli ping, open connection', 'group' => 'ping', 'tether' => false, 'make' => static function () {
+        'mysqli-ping-open' => ['label' => 'mysqli ping, open connection', 'group' => 'ping', 'tether' => false, 'db' => null, 'make' => static function () {
             $m = mysqli_open();
             return static function (int $id) use ($m): void {
                 $m->ping();
             };
         }],
-        'tether-read-raw' => ['label' => 'Tether point read, raw frames', 'group' => 'read', 'tether' => true, 'make' => static function () {
+        'tether-read-raw' => ['label' => 'Tether point read, raw frames', 'group' => 'read', 'tether' => true, 'db' => 'mariadb', 'make' => static function () {
             $t = new RawTether(Cfg::$tetherSocket);
             return static function (int $id) use ($t): void {
                 $r = $t->call(['op' => 'query', 'sql' => SQL_POINT, 'params' => [$id]]);
                 check_row($r['rows'][0][0] ?? null, $id);
             };
         }],
-        'tether-read-client' => ['label' => 'Tether point read, PHP client', 'group' => 'read', 'tether' => true, 'client' => true, 'make' => static function () {
+        'tether-read-client' => ['label' => 'Tether point read, PHP client', 'group' => 'read', 'tether' => true, 'db' => 'mariadb', 'client' => true, 'make' => static function () {
             $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
             return static function (int $id) use ($c): void {
                 check_row($c->queryOne(SQL_POINT, [$id])['id'] ?? null, $id);
             };
         }],
-        'mysqli-new' => ['label' => 'mysqli new connection per call, prepared', 'group' => 'read', 'tether' => false, 'newconn' => true, 'make' => static function () {
+        'mysqli-new' => ['label' => 'mysqli new connection per call, prepared', 'group' => 'read', 'tether' => false, 'db' => 'mariadb', 'newconn' => true, 'make' => static function () {
             return static function (int $id): void {
                 $m = mysqli_open();
                 $st = $m->prepare(SQL_POINT);
@@ -366,7 +404,7 @@ function calls(): array
                 $m->close();
             };
         }],
-        'mysqli-p-prepared' => ['label' => 'mysqli p: per call, prepared', 'group' => 'read', 'tether' => false, 'make' => static function () {
+        'mysqli-p-prepared' => ['label' => 'mysqli p: per call, prepared', 'group' => 'read', 'tether' => false, 'db' => 'mariadb', 'make' => static function () {
             return static function (int $id): void {
                 // Reusing a persistent link, mysqli sends COM_CHANGE_USER (a session reset with re-authentication).
                 $m = mysqli_open(true);
@@ -378,7 +416,7 @@ function calls(): array
                 $m->close(); // the link goes back to the process's pool, as at the end of a php-fpm request
             };
         }],
-        'mysqli-p-query' => ['label' => 'mysqli p: per call, query (int-cast)', 'group' => 'read', 'tether' => false, 'make' => static function () {
+        'mysqli-p-query' => ['label' => 'mysqli p: per call, query (int-cast)', 'group' => 'read', 'tether' => false, 'db' => 'mariadb', 'make' => static function () {
             return static function (int $id): void {
                 $m = mysqli_open(true);
                 $r = $m->query('SELECT id, name, score, created FROM bench_kv WHERE id = ' . (int) $id);
@@ -387,7 +425,7 @@ function calls(): array
                 $m->close();
             };
         }],
-        'mysqli-open-prepared' => ['label' => 'mysqli open connection, prepared once', 'group' => 'read', 'tether' => false, 'make' => static function () {
+        'mysqli-open-prepared' => ['label' => 'mysqli open connection, prepared once', 'group' => 'read', 'tether' => false, 'db' => 'mariadb', 'make' => static function () {
             $m = mysqli_open();
             $st = $m->prepare(SQL_POINT);
             return static function (int $id) use ($m, $st): void {
@@ -396,12 +434,39 @@ function calls(): array
                 check_row($st->get_result()->fetch_assoc()['id'] ?? null, $id);
             };
         }],
-        'mysqli-open-query' => ['label' => 'mysqli open connection, query (int-cast)', 'group' => 'read', 'tether' => false, 'make' => static function () {
+        'mysqli-open-query' => ['label' => 'mysqli open connection, query (int-cast)', 'group' => 'read', 'tether' => false, 'db' => 'mariadb', 'make' => static function () {
             $m = mysqli_open();
             return static function (int $id) use ($m): void {
                 $r = $m->query('SELECT id, name, score, created FROM bench_kv WHERE id = ' . (int) $id);
                 check_row($r->fetch_assoc()['id'] ?? null, $id);
                 $r->free();
+            };
+        }],
+        'tether-pg-read-raw' => ['label' => 'Tether point read, raw frames (PostgreSQL)', 'group' => 'read', 'tether' => true, 'db' => 'postgres', 'make' => static function () {
+            $t = new RawTether(Cfg::$tetherSocket);
+            return static function (int $id) use ($t): void {
+                $r = $t->call(['op' => 'query', 'backend' => 'pg', 'sql' => SQL_POINT_PG, 'params' => [$id]]);
+                check_row($r['rows'][0][0] ?? null, $id);
+            };
+        }],
+        'tether-pg-read-client' => ['label' => 'Tether point read, PHP client (PostgreSQL)', 'group' => 'read', 'tether' => true, 'db' => 'postgres', 'client' => true, 'make' => static function () {
+            $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
+            return static function (int $id) use ($c): void {
+                check_row($c->queryOne(SQL_POINT_PG, [$id], 'pg')['id'] ?? null, $id);
+            };
+        }],
+        'pg-open-prepared' => ['label' => 'pg open connection, prepared once', 'group' => 'read', 'tether' => false, 'db' => 'postgres', 'make' => static function () {
+            $c = pg_open();
+            if (pg_prepare($c, 'point', SQL_POINT_PG) === false) {
+                throw new RuntimeException('pg_prepare: ' . pg_last_error($c));
+            }
+            return static function (int $id) use ($c): void {
+                $r = pg_execute($c, 'point', [$id]);
+                if ($r === false) {
+                    throw new RuntimeException('pg_execute: ' . pg_last_error($c));
+                }
+                check_row(pg_fetch_assoc($r)['id'] ?? null, $id);
+                pg_free_result($r);
             };
         }],
     ];
@@ -476,7 +541,7 @@ function run_rows(array $calls, array $selected, int $warmup, int $rounds, mysql
     foreach ($selected as $key => $n) {
         $call = $calls[$key];
         $rows[] = ['key' => $key, 'label' => $call['label'], 'group' => $call['group'], 'tether' => $call['tether'],
-            'iterations' => $n] + summarize($state[$key]['lat']) + $state[$key]['ctr']->per($n);
+            'db' => $call['db'], 'iterations' => $n] + summarize($state[$key]['lat']) + $state[$key]['ctr']->per($n);
     }
     return $rows; // the closures die with $state: open connections close, the p: link stays cached
 }
@@ -484,7 +549,12 @@ function run_rows(array $calls, array $selected, int $warmup, int $rounds, mysql
 // ---------------------------------------------------------------------------------------------------------------
 // Loaded runs: N worker processes at once, COUNT calls each
 
-function run_load(string $label, string $op, string $via, int $procs, int $count, mysqli $admin): array
+/**
+ * run_load starts $procs workers making $count calls each (op ping, read or pgread; via raw, client or mysqli-p), lets
+ * them go at once and returns the calls/s, latencies and per-call CPU of the run, and the most backend connections
+ * of tetherd's user seen on MariaDB and PostgreSQL meanwhile.
+ */
+function run_load(string $label, string $op, string $via, int $procs, int $count, mysqli $admin, PgSql\Connection $pgAdmin): array
 {
     $workers = [];
     for ($w = 0; $w < $procs; $w++) {
@@ -505,6 +575,7 @@ function run_load(string $label, string $op, string $via, int $procs, int $count
     $ctr = new Counters($admin);
     $ctr->start();
     $maxConns = tether_conns($admin);
+    $maxPgConns = tether_pg_conns($pgAdmin);
     foreach ($workers as $w) {
         fwrite($w['in'], "go\n");
         fflush($w['in']);
@@ -517,6 +588,7 @@ function run_load(string $label, string $op, string $via, int $procs, int $count
         $w = $e = null;
         if (stream_select($read, $w, $e, 0, 20000) === 0) {
             $maxConns = max($maxConns, tether_conns($admin));
+            $maxPgConns = max($maxPgConns, tether_pg_conns($pgAdmin));
             continue;
         }
         foreach ($pending as $j => $i) {
@@ -533,6 +605,7 @@ function run_load(string $label, string $op, string $via, int $procs, int $count
     }
     $ctr->stop();
     $maxConns = max($maxConns, tether_conns($admin));
+    $maxPgConns = max($maxPgConns, tether_pg_conns($pgAdmin));
     $total = $procs * $count;
     $lat = [];
     foreach ($workers as $w) {
@@ -547,7 +620,7 @@ function run_load(string $label, string $op, string $via, int $procs, int $count
     $wall = (max(array_column($results, 'end')) - min(array_column($results, 'start'))) / 1e9;
     return ['label' => $label, 'op' => $op, 'via' => $via, 'procs' => $procs, 'requests' => $total, 'wall_s' => $wall,
         'rps' => $total / $wall, 'php_cpu_us' => array_sum(array_column($results, 'cpu_us')) / $total,
-        'tether_conns_max' => $maxConns] + summarize($lat) + $ctr->per($total);
+        'tether_conns_max' => $maxConns, 'tether_pg_conns_max' => $maxPgConns] + summarize($lat) + $ctr->per($total);
 }
 
 function worker_main(array $argv): int
@@ -559,6 +632,8 @@ function worker_main(array $argv): int
         ['ping', 'client'] => 'tether-ping-client',
         ['read', 'raw'] => 'tether-read-raw',
         ['read', 'client'] => 'tether-read-client',
+        ['pgread', 'raw'] => 'tether-pg-read-raw',
+        ['pgread', 'client'] => 'tether-pg-read-client',
         ['read', 'mysqli-p'] => 'mysqli-p-prepared',
         default => throw new RuntimeException("unknown worker $op/$via"),
     };
@@ -596,7 +671,88 @@ function f(float $v, int $dec = 1): string
     return number_format($v, $dec, '.', '');
 }
 
-function print_report(array $rows, array $loads, array $conns, array $opt, ?string $clientWhy): void
+/** fv formats $v with $dec decimals, or more (up to 4) where rounding would show $limit for a value that is not. */
+function fv(float $v, float $limit, int $dec): string
+{
+    while ($dec < 4 && $v != $limit && (float) f($v, $dec) == $limit) {
+        $dec++;
+    }
+    return f($v, $dec);
+}
+
+/**
+ * targets judges one run against the goals set for tetherd, each from rows of that same run, and returns one entry
+ * per goal: the markdown line, and value, limit and met for the JSON (value and met null when the run cannot tell,
+ * e.g. no clock tick of tetherd CPU during the pings of a --quick run). Rows that were skipped give no entry.
+ *
+ * @return list<array{line: string, target: string, value: ?float, limit: float, met: ?bool}>
+ */
+function targets(array $rows, array $loads): array
+{
+    $byKey = array_column($rows, null, 'key');
+    $out = [];
+    $add = static function (string $what, string $shown, ?float $v, float $limit, string $limitShown, string $why = '') use (&$out): void {
+        $verdict = $v === null ? "cannot tell ($why)" : ($v <= $limit ? 'met' : '**not met**');
+        $out[] = ['line' => "- $what: **$shown** (target <= $limitShown): $verdict", 'target' => $what, 'value' => $v,
+            'limit' => $limit, 'met' => $v === null ? null : $v <= $limit];
+    };
+    $load = [];
+    foreach ($loads as $l) {
+        if ($l['via'] !== 'mysqli-p') {
+            $load[$l['op']] = $l;
+        }
+    }
+
+    if (isset($load['ping'])) {
+        $v = $load['ping']['tetherd_cpu_us'];
+        $add('tetherd CPU per ping under load', f($v) . ' us', $v, 20, '20 us');
+    }
+    $ref = $byKey[REFERENCE] ?? null;
+    foreach (['tether-read-client', 'tether-read-raw'] as $k) {
+        if (isset($byKey[$k]) && $ref) {
+            $ratio = $byKey[$k]['p50'] / $ref['p50'];
+            $add("{$byKey[$k]['label']} p50 / {$ref['label']} p50", fv($ratio, 1.0, 2), $ratio, 1.0, '1.00');
+        }
+    }
+
+    // The same read on both SQL backends: [name, load op, solo read row, ping row of its path, open-connection row].
+    $via = isset($byKey['tether-read-client']) ? 'client' : 'raw';
+    $sql = [
+        ['MariaDB', 'read', "tether-read-$via", "tether-ping-$via", 'mysqli-open-prepared'],
+        ['PostgreSQL', 'pgread', "tether-pg-read-$via", "tether-ping-$via", 'pg-open-prepared'],
+    ];
+    // 1. What a read costs tetherd beyond a ping: its SQL layer, under load (utime+stime, as in the table).
+    foreach ($sql as [$db, $op]) {
+        if (isset($load['ping'], $load[$op])) {
+            $r = $load[$op]['tetherd_cpu_us'];
+            $p = $load['ping']['tetherd_cpu_us'];
+            $v = $load['ping']['tetherd_ticks'] > 0 ? $r / $p : null;
+            $add("tetherd CPU per $db point read / per ping, under load", sprintf('%s / %s us = %sx', f($r), f($p), $v === null ? '-' : fv($v, 2.0, 2)),
+                $v, 2.0, '2x', 'no clock tick of tetherd CPU during the pings: too few calls');
+        }
+    }
+    // 2. Context switches: each is a hand-off between tetherd's threads or a wait on the backend.
+    foreach ($sql as [, , $read]) {
+        if (isset($byKey[$read])) {
+            $v = $byKey[$read]['tetherd_ctx'];
+            $add("tetherd context switches per solo call, {$byKey[$read]['label']}", fv($v, 2.0, 2), $v, 2.0, '2');
+        }
+    }
+    // 3. Latency: a read through tetherd should cost little more than its two hops, PHP to tetherd (a ping) and
+    // tetherd to the database over an open connection with the statement prepared (what the open-connection row pays).
+    foreach ($sql as [, , $read, $ping, $open]) {
+        if (isset($byKey[$read], $byKey[$ping], $byKey[$open])) {
+            $r = $byKey[$read]['p50'];
+            $base = $byKey[$ping]['p50'] + $byKey[$open]['p50'];
+            $v = $r / $base;
+            $add("{$byKey[$read]['label']} p50 / ({$byKey[$ping]['label']} p50 + {$byKey[$open]['label']} p50)",
+                sprintf('%s / (%s + %s) us = %sx', f($r), f($byKey[$ping]['p50']), f($byKey[$open]['p50']), fv($v, 1.3, 2)), $v, 1.3, '1.3x');
+        }
+    }
+    return $out;
+}
+
+function print_report(array $rows, array $loads, array $conns, array $targets, array $opt, ?string $clientWhy): void
 {
     $byKey = array_column($rows, null, 'key');
     $ref = $byKey[REFERENCE]['p50'] ?? null;
@@ -606,16 +762,16 @@ function print_report(array $rows, array $loads, array $conns, array $opt, ?stri
         $opt['foreign_cpu_pct'] > 5 ? ' (**a busy machine: these numbers are skewed; run again when it is quiet**)' : '');
     echo "#### Latency: one PHP CLI process, one call at a time\n\n";
     printf("Wall time of each call (hrtime), measured in %d interleaved rounds after %d warm-up calls per row. "
-        . "Point reads fetch one random row of %s by primary key. Ratio: p50 / p50 of \"%s\". "
+        . "Point reads fetch one random row of %s by primary key, from MariaDB unless the row says PostgreSQL. Ratio: p50 / p50 of \"%s\". "
         . "Per call: tetherd's CPU (sum of /proc/PID/task/*/schedstat, ns resolution) and context switches (all threads), "
-        . "mariadbd's CPU (utime+stime).\n\n",
+        . "mariadbd's CPU (utime+stime), postgres' CPU (utime+stime of the postmaster and its backends, exited ones included).\n\n",
         $opt['rounds'], $opt['warmup'], number_format(TABLE_ROWS), $refLabel);
-    echo "| row | calls | p50 us | p99 us | mean us | p50 ratio to mysqli p: | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call |\n";
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    echo "| row | calls | p50 us | p99 us | mean us | p50 ratio to mysqli p: | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call | postgres CPU us/call |\n";
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     foreach ($rows as $r) {
-        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", $r['label'], $r['iterations'], f($r['p50']), f($r['p99']), f($r['mean']),
+        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", $r['label'], $r['iterations'], f($r['p50']), f($r['p99']), f($r['mean']),
             $ref ? f($r['p50'] / $ref, 2) : '-', $r['tether'] ? f($r['tetherd_cpu_us_ns']) : '-', $r['tether'] ? f($r['tetherd_ctx'], 2) : '-',
-            f($r['mariadb_cpu_us']));
+            f($r['mariadb_cpu_us']), f($r['pg_cpu_us']));
     }
     if ($clientWhy !== null) {
         echo "\nThe Tether PHP client rows were skipped: $clientWhy\n";
@@ -627,50 +783,47 @@ function print_report(array $rows, array $loads, array $conns, array $opt, ?stri
     echo "| row | Connections | Questions | Com_select | Com_stmt_prepare | Com_stmt_execute | Com_stmt_close |\n";
     echo "|---|---:|---:|---:|---:|---:|---:|\n";
     foreach ($rows as $r) {
+        if ($r['db'] === 'postgres') {
+            continue;
+        }
         printf("| %s | %s | %s | %s | %s | %s | %s |\n", $r['label'], f($r['db_Connections'], 2), f($r['db_Questions'], 2),
             f($r['db_Com_select'], 2), f($r['db_Com_stmt_prepare'], 2), f($r['db_Com_stmt_execute'], 2), f($r['db_Com_stmt_close'], 2));
     }
 
     echo "\n#### Under load: {$opt['procs']} PHP CLI processes at once\n\n";
     echo "Each process makes its calls back to back. calls/s: all calls over the wall time of the run. Per call: "
-        . "tetherd and mariadbd CPU from utime+stime (/proc/PID/stat), tetherd's context switches (all threads), "
-        . "the PHP workers' own CPU (getrusage).\n\n";
-    echo "| run | calls | wall s | calls/s | p50 us | p99 us | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call | PHP CPU us/call |\n";
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        . "tetherd, mariadbd and postgres CPU from utime+stime (/proc/PID/stat; postgres: the postmaster and its backends), "
+        . "tetherd's context switches (all threads), the PHP workers' own CPU (getrusage).\n\n";
+    echo "| run | calls | wall s | calls/s | p50 us | p99 us | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call | postgres CPU us/call | PHP CPU us/call |\n";
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     foreach ($loads as $l) {
         $t = $l['via'] !== 'mysqli-p';
-        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", $l['label'], $l['requests'], f($l['wall_s'], 2), f($l['rps'], 0),
+        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $l['label'], $l['requests'], f($l['wall_s'], 2), f($l['rps'], 0),
             f($l['p50']), f($l['p99']), $t ? f($l['tetherd_cpu_us']) : '-', $t ? f($l['tetherd_ctx'], 2) : '-',
-            f($l['mariadb_cpu_us']), f($l['php_cpu_us']));
+            f($l['mariadb_cpu_us']), f($l['pg_cpu_us']), f($l['php_cpu_us']));
     }
 
     echo "\n#### Backend connections\n\n";
-    printf("tetherd's pool: min_conns = max_conns = 4, MariaDB user `%s` (the mysqli rows use another user). "
-        . "`FLUSH STATUS` before the loaded Tether runs, then:\n\n", Cfg::$tetherDbUser);
+    printf("tetherd's pools: min_conns = max_conns = 4 on each database, user `%s` (the mysqli and pgsql rows use another user). "
+        . "`FLUSH STATUS` before the loaded Tether MariaDB runs, then:\n\n", Cfg::$tetherDbUser);
     printf("- tetherd's connections (PROCESSLIST): %d before, at most %d during (sampled every 20 ms), %d after the loaded Tether runs; %d at the end of the benchmark\n",
         $conns['tether_before'], $conns['tether_max'], $conns['tether_after'], $conns['tether_end']);
     printf("- Max_used_connections over the loaded Tether runs: %d, with %d open when they began (tetherd's %d + the benchmark's own %d); Threads_connected after: %d\n",
         $conns['max_used'], $conns['threads_before'], $conns['tether_before'], $conns['threads_before'] - $conns['tether_before'], $conns['threads_after']);
     printf("- new MariaDB connections during the loaded Tether runs (%s calls): %d\n", number_format($conns['tether_calls']), $conns['new_conns']);
+    printf("- tetherd's PostgreSQL connections (pg_stat_activity): %d before, at most %d during (sampled every 20 ms), %d after the loaded Tether PostgreSQL run\n",
+        $conns['tether_pg_before'], $conns['tether_pg_max'], $conns['tether_pg_after']);
 
     echo "\n#### Targets\n\n";
-    foreach ($loads as $l) {
-        if ($l['op'] === 'ping') {
-            $v = $l['tetherd_cpu_us'];
-            printf("- tetherd CPU per ping under load: **%s us** (target <= 20 us): %s\n", f($v), $v <= 20 ? 'met' : '**not met**');
-        }
-    }
-    foreach (['tether-read-client', 'tether-read-raw'] as $k) {
-        if (isset($byKey[$k]) && $ref) {
-            $ratio = $byKey[$k]['p50'] / $ref;
-            printf("- %s p50 / %s p50: **%s** (target <= 1.00): %s\n", $byKey[$k]['label'], $refLabel, f($ratio, 2),
-                $ratio <= 1.0 ? 'met' : '**not met**');
-        }
+    echo "Each judged from rows of this run; tetherd's CPU under load is utime+stime, as in the table above.\n\n";
+    foreach ($targets as $t) {
+        echo $t['line'], "\n";
     }
     $tr = $byKey['tether-read-client'] ?? $byKey['tether-read-raw'] ?? null;
     if ($tr && isset($byKey['mysqli-p-query'])) {
         printf("- for comparison, %s p50 / %s p50: %s\n", $tr['label'], $byKey['mysqli-p-query']['label'], f($tr['p50'] / $byKey['mysqli-p-query']['p50'], 2));
     }
+    echo "\n"; // run.sh appends the Cassandra part's heading
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -679,6 +832,10 @@ function print_report(array $rows, array $loads, array $conns, array $opt, ?stri
 function main(array $argv): int
 {
     mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+    if (!function_exists('pg_connect')) {
+        fwrite(STDERR, "bench.php: PHP's pgsql extension is not loaded (php8.2-pgsql; run.sh installs it)\n");
+        return 2;
+    }
     Cfg::load();
     if (($argv[1] ?? '') === '--worker') {
         return worker_main($argv);
@@ -715,6 +872,7 @@ function main(array $argv): int
 
     $busy0 = busy_snapshot();
     $admin = new mysqli('localhost', Cfg::$adminUser, Cfg::$adminPass, '', 0, Cfg::$dbSocket);
+    $pgAdmin = pg_connect(Cfg::$pgAdminDsn, PGSQL_CONNECT_FORCE_NEW) ?: throw new RuntimeException('cannot connect to PostgreSQL as its admin');
     $clientWhy = client_unusable();
     if ($clientWhy !== null) {
         progress("the Tether PHP client is not usable, measuring raw frames only: $clientWhy");
@@ -749,9 +907,9 @@ function main(array $argv): int
     $tetherBefore = tether_conns($admin);
     $loads = [];
     progress("load: {$opt['procs']} x {$opt['load_pings']} Tether pings ($viaLabel)");
-    $loads[] = run_load("Tether ping ($viaLabel)", 'ping', $via, $opt['procs'], $opt['load_pings'], $admin);
+    $loads[] = run_load("Tether ping ($viaLabel)", 'ping', $via, $opt['procs'], $opt['load_pings'], $admin, $pgAdmin);
     progress("load: {$opt['procs']} x {$opt['load_reads']} Tether point reads ($viaLabel)");
-    $loads[] = run_load("Tether point read ($viaLabel)", 'read', $via, $opt['procs'], $opt['load_reads'], $admin);
+    $loads[] = run_load("Tether point read ($viaLabel)", 'read', $via, $opt['procs'], $opt['load_reads'], $admin, $pgAdmin);
     $after = db_status($admin, ['Threads_connected', 'Connections', 'Max_used_connections']);
     $conns = [
         'tether_before' => $tetherBefore,
@@ -763,8 +921,14 @@ function main(array $argv): int
         'new_conns' => $after['Connections'] - $before['Connections'],
         'tether_calls' => $opt['procs'] * ($opt['load_pings'] + $opt['load_reads']),
     ];
+    // After the MariaDB counters are read, so that they cover the MariaDB runs alone.
+    $conns['tether_pg_before'] = tether_pg_conns($pgAdmin);
+    progress("load: {$opt['procs']} x {$opt['load_reads']} Tether PostgreSQL point reads ($viaLabel)");
+    $loads[] = run_load("Tether PostgreSQL point read ($viaLabel)", 'pgread', $via, $opt['procs'], $opt['load_reads'], $admin, $pgAdmin);
+    $conns['tether_pg_max'] = end($loads)['tether_pg_conns_max'];
+    $conns['tether_pg_after'] = tether_pg_conns($pgAdmin);
     progress("load: {$opt['procs']} x {$opt['load_reads']} mysqli p: prepared point reads");
-    $loads[] = run_load('mysqli p: point read, prepared', 'read', 'mysqli-p', $opt['procs'], $opt['load_reads'], $admin);
+    $loads[] = run_load('mysqli p: point read, prepared', 'read', 'mysqli-p', $opt['procs'], $opt['load_reads'], $admin, $pgAdmin);
     $conns['tether_end'] = tether_conns($admin);
     $busy1 = busy_snapshot();
     $wall = $busy1['wall'] - $busy0['wall'];
@@ -772,10 +936,12 @@ function main(array $argv): int
     $opt['foreign_cpu_pct'] = 100 * $foreign / $wall / (int) shell_exec('nproc');
     $opt['wall_s'] = $wall;
 
-    print_report($rows, $loads, $conns, $opt + ['via' => $via], $clientWhy);
+    $targets = targets($rows, $loads);
+    print_report($rows, $loads, $conns, $targets, $opt + ['via' => $via], $clientWhy);
     if ($json !== null) {
+        $targets = array_map(static fn ($t) => array_diff_key($t, ['line' => 0]), $targets);
         file_put_contents($json, json_encode(['options' => $opt, 'rows' => $rows, 'loads' => $loads, 'connections' => $conns,
-            'client_unusable' => $clientWhy], JSON_PRETTY_PRINT) . "\n");
+            'targets' => $targets, 'client_unusable' => $clientWhy], JSON_PRETTY_PRINT) . "\n");
     }
     return 0;
 }

@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# bench/cli/run.sh: the CLI benchmark. Tether round trips against mysqli, and seed E1's Cassandra reads through Tether
-# against a client that connects per read, from the PHP CLI, in one run.
+# bench/cli/run.sh: the CLI benchmark. Tether round trips against mysqli and pgsql, and seed E1's Cassandra reads
+# through Tether against a client that connects per read, from the PHP CLI, in one run.
 #
 #   bash bench/cli/run.sh [--quick] [--write] [-- bench.php options]
 #
-# It installs the Debian 12 packages it needs when any is missing (php8.2-cli, php8.2-mysql, php8.2-msgpack,
-# mariadb-server, openjdk-17-jre-headless), starts a throwaway MariaDB in var/bench/mariadb (scripts/lib/databases.sh)
-# and loads bench_kv with 10,000 rows, starts a throwaway Cassandra in var/bench/cassandra (scripts/lib/cassandra.sh)
-# and loads seed E1's keyspace (bench/cli/load-cassandra.php), builds bin/tetherd and starts it with a pool of 4
-# connections to each, and runs bench/cli/bench.php, which measures per-call latency, tetherd's CPU per request (solo
-# and with 4 PHP processes at once) and the backend connections used, then bench/cli/cassandra.php (seed E1: Tether
-# against a pure-PHP CQL client connecting per read). It prints the results as markdown on stdout (progress on
-# stderr) and stops tetherd, Cassandra and MariaDB (by PID) on exit, whatever happens.
+# It installs the Debian 12 packages it needs when any is missing (php8.2-cli, php8.2-mysql, php8.2-pgsql,
+# php8.2-msgpack, mariadb-server, postgresql, openjdk-17-jre-headless), starts a throwaway MariaDB in
+# var/bench/mariadb and a throwaway PostgreSQL in var/bench/pg (scripts/lib/databases.sh) and loads bench_kv with
+# 10,000 rows into each, starts a throwaway Cassandra in var/bench/cassandra (scripts/lib/cassandra.sh) and loads seed
+# E1's keyspace (bench/cli/load-cassandra.php), builds bin/tetherd and starts it with a pool of 4 connections to each
+# (backends maria, pg, cass), and runs bench/cli/bench.php, which measures per-call latency, tetherd's CPU per request
+# (solo and with 4 PHP processes at once) and the backend connections used, then bench/cli/cassandra.php (seed E1:
+# Tether against a pure-PHP CQL client connecting per read). It prints the results as markdown on stdout (progress
+# on stderr) and stops tetherd, Cassandra, PostgreSQL and MariaDB (by PID) on exit, whatever happens.
+#
+# The PostgreSQL rows: solo, "Tether point read, raw frames (PostgreSQL)", "Tether point read, PHP client
+# (PostgreSQL)" and, as the floor, "pg open connection, prepared once" (pg_connect and pg_prepare once, pg_execute
+# per read); under load, "Tether PostgreSQL point read". Each row also shows postgres' CPU per call (utime+stime of
+# the postmaster and its backends). "Targets" judges the run, from its own rows, against: tetherd CPU per point read
+# under load <= 2x per ping under load; tetherd context switches per solo point read <= 2; solo point read p50 through
+# the PHP client <= 1.3x (Tether ping p50 + the open-connection prepared read p50); each for MariaDB and PostgreSQL,
+# next to the older targets (CPU per ping under load <= 20 us, read p50 <= mysqli p: p50).
 #
 #   --quick / BENCH_QUICK=1   ~1000 calls per row (10 connect-per-read Cassandra calls): proves the command works (CI),
 #                             numbers are not worth quoting
@@ -22,10 +31,11 @@
 #                             --load-reads N (20000 per process)
 #   BENCH_NO_CLIENT=1         measure raw frames only (what happens when the PHP client cannot be loaded; the
 #                             Cassandra part needs the client and is then skipped)
+#   BENCH_PG_PORT             first port tried for PostgreSQL (15432), the next free one if busy
 #   BENCH_CASSANDRA_PORT      first CQL port tried for Cassandra (19142; storage 17100, JMX 17190), the next free one if busy
 #
-# Files: var/bench/ (git-ignored) holds the MariaDB and Cassandra instances, tetherd's config, socket and log, and
-# results.json (cassandra.json).
+# Files: var/bench/ (git-ignored) holds the MariaDB, PostgreSQL and Cassandra instances, tetherd's config, socket
+# and log, and results.json (cassandra.json).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -65,7 +75,7 @@ T0=$(now)
 # ---------------------------------------------------------------------------------------------------------------
 # Packages
 
-PACKAGES=(php8.2-cli php8.2-mysql php8.2-msgpack mariadb-server openjdk-17-jre-headless)
+PACKAGES=(php8.2-cli php8.2-mysql php8.2-pgsql php8.2-msgpack mariadb-server postgresql openjdk-17-jre-headless)
 apt_install_missing "bench" "${PACKAGES[@]}"
 command -v go >/dev/null || die "go is not installed"
 
@@ -74,8 +84,8 @@ command -v go >/dev/null || die "go is not installed"
 
 TETHERD_PID=
 BENCH_PHP_PID=
-# stop_servers stops bench.php (and its load workers), tetherd, Cassandra and MariaDB if this script started them;
-# safe to call twice.
+# stop_servers stops bench.php (and its load workers), tetherd, Cassandra, PostgreSQL and MariaDB if this script
+# started them; safe to call twice.
 stop_servers() {
 	if [[ -n "$BENCH_PHP_PID" ]]; then
 		local w
@@ -92,6 +102,7 @@ stop_servers() {
 		rm -f "$WORK/tetherd.pid"
 	fi
 	stop_cassandra
+	stop_postgres
 	stop_mariadb
 	rm -rf "$WORK/tmp"
 }
@@ -116,10 +127,11 @@ if [[ -r "$WORK/tetherd.pid" ]]; then
 	rm -f "$WORK/tetherd.pid"
 fi
 clean_db_dir "$WORK/mariadb"
+clean_db_dir "$WORK/pg"
 clean_cassandra_dir "$WORK/cassandra"
 
 # ---------------------------------------------------------------------------------------------------------------
-# Build, MariaDB, data, tetherd
+# Build, MariaDB, PostgreSQL, data, tetherd
 
 log "bench: building bin/tetherd"
 go build -o bin/tetherd ./cmd/tetherd
@@ -150,6 +162,23 @@ rows=$("$MYSQL" --no-defaults --socket="$MARIADB_SOCKET" --user="$TETHER_DB_USER
 	--batch --skip-column-names "$TETHER_DB_NAME" -e 'SELECT COUNT(*) FROM bench_kv')
 [[ "$rows" == 10000 ]] || die "bench_kv has $rows rows, want 10000"
 
+# The same table in PostgreSQL, owned by tetherd's user; the pgsql row connects as bench (password bench), as mysqli.
+TETHER_PG_PORT=${BENCH_PG_PORT:-15432} start_postgres "$WORK/pg"
+PSQL=$(_db_bin psql)
+log "bench: loading bench_kv (10,000 rows) into PostgreSQL"
+"$PSQL" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCKET_DIR" -p "$PG_PORT" -U postgres -d "$TETHER_DB_NAME" >/dev/null <<SQL
+CREATE TABLE bench_kv (id int PRIMARY KEY, name varchar(64), score int, created timestamp);
+INSERT INTO bench_kv
+SELECT n, 'name-' || n, (n * 7919) % 1000, timestamp '2026-01-01 00:00:00' - n * interval '1 minute'
+FROM generate_series(1, 10000) AS n;
+VACUUM ANALYZE bench_kv;
+ALTER TABLE bench_kv OWNER TO "$TETHER_DB_USER";
+CREATE ROLE bench LOGIN PASSWORD 'bench';
+GRANT SELECT ON bench_kv TO bench;
+SQL
+rows=$("$PSQL" -X -qAt -h "$PG_SOCKET_DIR" -p "$PG_PORT" -U postgres -d "$TETHER_DB_NAME" -c 'SELECT count(*) FROM bench_kv')
+[[ "$rows" == 10000 ]] || die "bench_kv has $rows rows in PostgreSQL, want 10000"
+
 # Cassandra with seed E1's keyspace; a role for tetherd and one for the connect-per-read client (passwords = names).
 TETHER_CASSANDRA_PORT=${BENCH_CASSANDRA_PORT:-19142} TETHER_CASSANDRA_STORAGE_PORT=17100 TETHER_CASSANDRA_JMX_PORT=17190 \
 	start_cassandra "$WORK/cassandra"
@@ -172,6 +201,12 @@ dsn = "$MARIADB_DSN"
 max_conns = 4
 min_conns = 4
 
+[backends.pg]
+type = "postgres"
+dsn = "$PG_DSN"
+max_conns = 4
+min_conns = 4
+
 [backends.cass]
 type = "cassandra"
 dsn = "cassandra://$TETHER_DB_USER:$TETHER_DB_USER@$CASSANDRA_HOST/test"
@@ -189,6 +224,7 @@ log "bench: tetherd ready (pid $TETHERD_PID)"
 
 php_version=$(php -r 'echo PHP_VERSION;')
 maria_version=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
+pg_version=$("$TETHER_PG_BINDIR/postgres" --version | awk '{ print $3 }')
 go_version=$(go version | awk '{ print $3 }')
 cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
@@ -212,6 +248,8 @@ export TETHER_SOCKET=$WORK/tether.sock TETHERD_PID MARIADB_SOCKET MARIADB_PID
 export BENCH_DB_NAME=$TETHER_DB_NAME BENCH_TETHER_DB_USER=$TETHER_DB_USER BENCH_MYSQLI_USER=bench BENCH_MYSQLI_PASSWORD=bench
 CLK_TCK=$(getconf CLK_TCK)
 export BENCH_ADMIN_USER=root BENCH_ADMIN_PASSWORD='' CLK_TCK
+export PG_PID BENCH_PG_DSN="host=$PG_SOCKET_DIR port=$PG_PORT dbname=$TETHER_DB_NAME user=bench password=bench"
+export BENCH_PG_ADMIN_DSN="host=$PG_SOCKET_DIR port=$PG_PORT dbname=$TETHER_DB_NAME user=postgres"
 rm -rf "$WORK/tmp" && mkdir -p "$WORK/tmp"
 export BENCH_TMPDIR=$WORK/tmp
 # In the background and waited for, so that a signal runs the EXIT trap at once rather than after bench.php.
@@ -248,7 +286,7 @@ fi
 	echo "### CLI round trips (bench/cli)"
 	echo
 	echo "Run on $bench_date with \`$cmd\`$([[ "$QUICK" == 1 ]] && echo ' (QUICK MODE: too few calls to quote)')."
-	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI), MariaDB $maria_version, Cassandra $TETHER_CASSANDRA_VERSION, $go_version."
+	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI), MariaDB $maria_version, PostgreSQL $pg_version, Cassandra $TETHER_CASSANDRA_VERSION, $go_version."
 	echo "Load average (1 min) before the run: $load_before, after: $load_after (the benchmark itself raises it; a high value"
 	echo "before means other work shared the CPUs)."
 	echo

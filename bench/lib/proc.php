@@ -25,6 +25,32 @@ function cpu_ticks(int $pid): int
     return (int) $f[11] + (int) $f[12];
 }
 
+/**
+ * tree_cpu_ticks returns the CPU time of a process and all its descendants, in clock ticks: utime+stime of each
+ * living one plus cutime+cstime (the children it has reaped). So a server that forks a process per connection
+ * (PostgreSQL's postmaster) is counted whole, and a backend that exits between two readings moves from one sum to
+ * the other. Only a child exiting while the tree is read can be missed, once: connects and disconnects, not queries.
+ */
+function tree_cpu_ticks(int $pid): int
+{
+    $stat = @file_get_contents("/proc/$pid/stat");
+    if ($stat === false) {
+        throw new RuntimeException("cannot read /proc/$pid/stat: process gone?");
+    }
+    $f = explode(' ', substr($stat, strrpos($stat, ')') + 2));
+    $ticks = (int) $f[11] + (int) $f[12] + (int) $f[13] + (int) $f[14]; // utime stime cutime cstime
+    foreach (glob("/proc/$pid/task/*/children") ?: [] as $file) {
+        foreach (preg_split('/\s+/', trim((string) @file_get_contents($file)), -1, PREG_SPLIT_NO_EMPTY) as $child) {
+            try {
+                $ticks += tree_cpu_ticks((int) $child);
+            } catch (RuntimeException) {
+                // exited meanwhile: its time is in our cutime+cstime from now on
+            }
+        }
+    }
+    return $ticks;
+}
+
 /** machine_busy_ticks returns the CPU time of the whole machine (all CPUs, not idle or iowait) in clock ticks. */
 function machine_busy_ticks(): int
 {
