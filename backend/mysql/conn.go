@@ -63,6 +63,7 @@ const (
 	expPrepare                   // COM_STMT_PREPARE's answer
 	expResult                    // COM_STMT_EXECUTE's answer
 	expLocal                     // no packet: a request answered by tetherd, in its turn
+	expCollation                 // SELECT @@session.collation_connection, read into the request's report
 )
 
 // expect is one answer awaited, and the request it belongs to.
@@ -298,7 +299,15 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt) {
 		}
 	}
 	c.endPacket(start)
-	c.exp = append(c.exp, expect{kind: expResult, r: r, st: st, last: true})
+	if st.hints&hintCollation == 0 {
+		c.exp = append(c.exp, expect{kind: expResult, r: r, st: st, last: true})
+		return
+	}
+	// MariaDB's tracker reports SET NAMES' character sets but not its
+	// collation: the server is asked for it, in the same round trip.
+	c.exp = append(c.exp, expect{kind: expResult, r: r, st: st})
+	c.command(gomysql.COM_QUERY, "SELECT @@session.collation_connection")
+	c.exp = append(c.exp, expect{kind: expCollation, r: r, last: true})
 }
 
 // appendParam appends one parameter's value and returns its type.
@@ -598,6 +607,10 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 			c.ended(e, p)
 		case p[0] == 0xff:
 			c.errored(e, p)
+		case e.kind == expCollation:
+			if v, _, _, err := gomysql.LengthEncodedString(p); err == nil && r.Report != nil {
+				r.Report.Settings = append(r.Report.Settings, sqlpool.Setting{Name: "collation_connection", Value: string(v)})
+			}
 		case e.kind != expResult:
 			// A text row of a result set tetherd drops.
 		default:

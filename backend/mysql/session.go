@@ -181,6 +181,9 @@ func (d *driver) report(o *ok, r *sqlpool.Request, h hints) {
 	for _, v := range o.vars {
 		explained = true
 		switch {
+		case v.Name == "character_set_connection" && h&hintCollation == 0:
+			// Its collation changed with it, unreported and not read back.
+			r.AddUnpooled("character set changed")
 		case d.pooled[v.Name]:
 			rep.Settings = append(rep.Settings, v)
 		case v.Name == "autocommit" && strings.EqualFold(v.Value, "ON"):
@@ -204,6 +207,10 @@ const (
 	// server reporting it (SELECT @v := ...; and a SET of a pooled variable
 	// and a user variable at once is reported like one of the former only).
 	hintUserVar
+	// hintCollation: it may change the connection's character set (SET
+	// NAMES, SET CHARACTER SET, collation_connection), whose collation the
+	// tracker does not report: the protocol reads it back.
+	hintCollation
 )
 
 // sessionHints looks at a statement's text for session state the server does
@@ -218,6 +225,9 @@ func sessionHints(sql string) hints {
 	}
 	if hasUserVariable(sql) {
 		h |= hintUserVar
+	}
+	if strings.Contains(up, "NAMES") || strings.Contains(up, "CHARACTER") || strings.Contains(up, "COLLAT") || strings.Contains(up, "CHARSET") {
+		h |= hintCollation
 	}
 	return h
 }

@@ -61,6 +61,7 @@ const (
 	expExec                      // Bind, Execute, Sync of a prepared statement
 	expSimple                    // a simple Query of tetherd's own
 	expCheck                     // checkSQL
+	expVar                       // SELECT current_setting of the variable a SET set
 	expApply                     // an unnamed Parse, Bind, Execute, Sync of tetherd's own
 	expClose                     // Close of an evicted statement, Sync
 	expLocal                     // no message: a request answered by tetherd, in its turn
@@ -151,7 +152,8 @@ func (c *conn) write(r *sqlpool.Request) {
 		st := c.stmts.get(r.SQL)
 		if st == nil {
 			c.nextName++
-			st = &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10), check: needsCheck(r.SQL)}
+			st = &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10)}
+			st.check, st.checkVar = checkFor(r.SQL, c.drv.pooled)
 			c.out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.out)
 			c.out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.out)
 			c.out = appendSync(c.out)
@@ -229,14 +231,29 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt) {
 	binary.BigEndian.PutUint32(c.out[start+1:], uint32(len(c.out)-start-1))
 	c.out = append(c.out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0) // Execute: unnamed portal, all rows
 	c.out = appendSync(c.out)
-	c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: !st.check})
-	if st.check {
-		if c.pc.InTx() {
-			c.txChecked = true
-		}
-		c.out, _ = (&pgproto3.Query{String: checkSQL}).Encode(c.out)
-		c.exp = append(c.exp, expect{kind: expCheck, r: r, last: true})
+	switch st.check {
+	case checkNone:
+		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true})
+		return
+	case checkUnpooled:
+		r.AddUnpooled("a variable that is not pooled was set")
+		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true})
+		return
 	}
+	// The server is asked, in the same round trip, what the statement left
+	// behind. In a transaction, it is asked again at its end (a ROLLBACK
+	// undoes a SET).
+	if c.pc.InTx() {
+		c.txChecked = true
+	}
+	c.exp = append(c.exp, expect{kind: expExec, r: r, st: st})
+	if st.check == checkVar {
+		c.out, _ = (&pgproto3.Query{String: "SELECT current_setting('" + st.checkVar + "')"}).Encode(c.out)
+		c.exp = append(c.exp, expect{kind: expVar, r: r, st: st, last: true})
+		return
+	}
+	c.out, _ = (&pgproto3.Query{String: checkSQL}).Encode(c.out)
+	c.exp = append(c.exp, expect{kind: expCheck, r: r, last: true})
 }
 
 // apply writes the set_config statement that brings the session's pooled
@@ -407,7 +424,7 @@ func (c *conn) handle(typ byte, body []byte) {
 	r := e.r
 	if typ == 'E' {
 		switch {
-		case e.kind == expCheck:
+		case e.kind == expCheck || e.kind == expVar:
 			// The statement's outcome stands; the session is not trusted.
 			r.AddUnpooled("session check failed: " + parseError(body).Error())
 		case r != nil && r.Err == nil:
@@ -465,6 +482,18 @@ func (c *conn) handle(typ byte, body []byte) {
 	case expCheck:
 		if typ == 'D' {
 			c.checkRow(r, body)
+		}
+	case expVar:
+		if typ == 'D' {
+			var dr pgproto3.DataRow
+			if dr.Decode(body) != nil || len(dr.Values) != 1 {
+				r.AddUnpooled("session variable unreadable")
+				return
+			}
+			if r.Report == nil {
+				r.Report = &sqlpool.Report{}
+			}
+			r.Report.Settings = append(r.Report.Settings, sqlpool.Setting{Name: e.st.checkVar, Value: string(dr.Values[0])})
 		}
 	}
 }
@@ -620,7 +649,8 @@ type stmt struct {
 	params        []uint32 // the parameters' inferred types
 	cols          []pgColumn
 	resultFormats []byte // the Bind message's result format codes, encoded
-	check         bool   // needsCheck
+	check         check  // what to ask the server after it
+	checkVar      string // the variable a checkVar statement sets
 	elem          *list.Element
 }
 

@@ -43,6 +43,79 @@ UNION ALL SELECT '@prepared statement', '' WHERE EXISTS (SELECT 1 FROM pg_prepar
 UNION ALL SELECT '@LISTEN', '' WHERE EXISTS (SELECT 1 FROM pg_listening_channels())
 UNION ALL SELECT '@cursor', '' WHERE EXISTS (SELECT 1 FROM pg_cursors)`
 
+// reportedVariables are the variables PostgreSQL reports in a
+// ParameterStatus whenever they change: a SET of one needs no question.
+var reportedVariables = map[string]bool{
+	"application_name": true, "client_encoding": true, "datestyle": true, "intervalstyle": true,
+	"timezone": true, "standard_conforming_strings": true, "default_transaction_read_only": true,
+	"in_hot_standby": true, "is_superuser": true, "session_authorization": true,
+}
+
+// check is what tetherd asks the server after a statement, decided once per
+// statement and connection.
+type check uint8
+
+const (
+	checkNone     check = iota // a query or DML statement, or a SET the server reports (ParameterStatus)
+	checkVar                   // a SET or RESET of one pooled variable the server does not report: read it back
+	checkUnpooled              // a SET of a variable that is not pooled: the session needs a reset, nothing to ask
+	checkFull                  // anything else: checkSQL
+)
+
+// checkFor decides what to ask after sql, and the variable a checkVar reads.
+// Statements that start with SET are parsed for the variable they set (one
+// per statement: the extended protocol takes one statement at a time); any
+// form it does not know is checked in full.
+func checkFor(sql string, pooled map[string]bool) (check, string) {
+	if !needsCheck(sql) {
+		return checkNone, ""
+	}
+	words := leadingWords(sql, 4)
+	if len(words) < 2 {
+		return checkFull, ""
+	}
+	var name string
+	switch words[0] {
+	case "SET":
+		w := words[1:]
+		switch w[0] {
+		case "LOCAL", "TRANSACTION", "CONSTRAINTS":
+			return checkNone, "" // over with the transaction
+		case "SESSION":
+			w = w[1:]
+		}
+		if len(w) == 0 {
+			return checkFull, ""
+		}
+		switch w[0] {
+		case "TIME":
+			name = "timezone"
+		case "NAMES":
+			name = "client_encoding"
+		case "SCHEMA":
+			name = "search_path"
+		case "ROLE", "AUTHORIZATION", "CHARACTERISTICS":
+			return checkFull, ""
+		default:
+			name = strings.ToLower(w[0])
+		}
+	case "RESET":
+		if words[1] == "ALL" {
+			return checkFull, ""
+		}
+		name = strings.ToLower(words[1])
+	default:
+		return checkFull, ""
+	}
+	switch {
+	case !pooled[name]:
+		return checkUnpooled, ""
+	case reportedVariables[name]:
+		return checkNone, ""
+	}
+	return checkVar, name
+}
+
 // resetSQL clears a session for the next client: ROLLBACK first, since
 // DISCARD ALL cannot run inside a transaction. It also drops the prepared
 // statements, which the connection then prepares again.
@@ -70,11 +143,39 @@ func needsCheck(sql string) bool {
 	return false
 }
 
-// firstKeyword returns a statement's first word, upper-cased, after plain
-// white space, -- comments, one level of /* */ comments and opening
-// parentheses; "" when it meets anything else first.
+// firstKeyword returns a statement's first word, upper-cased (see
+// leadingWords); "" when it meets anything else first.
 func firstKeyword(sql string) string {
+	if w := leadingWords(sql, 1); len(w) == 1 {
+		return w[0]
+	}
+	return ""
+}
+
+// leadingWords returns up to n words (letters, digits, '_') at the start of
+// a statement, upper-cased, separated by nothing but what skipSpace skips; it
+// stops at the first thing that is not a word.
+func leadingWords(sql string, n int) []string {
+	var words []string
 	i := 0
+	for len(words) < n {
+		if i = skipSpace(sql, i); i < 0 || i >= len(sql) || !isWordStart(sql[i]) {
+			break
+		}
+		j := i
+		for j < len(sql) && (isWordStart(sql[j]) || sql[j] >= '0' && sql[j] <= '9') {
+			j++
+		}
+		words = append(words, strings.ToUpper(sql[i:j]))
+		i = j
+	}
+	return words
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// plain white space, a -- comment, a one-level /* */ comment or an opening
+// parenthesis; -1 for a comment it cannot read (unterminated, nested).
+func skipSpace(sql string, i int) int {
 	for i < len(sql) {
 		c := sql[i]
 		switch {
@@ -87,21 +188,17 @@ func firstKeyword(sql string) string {
 		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
 			end := strings.Index(sql[i+2:], "*/")
 			if end < 0 || strings.Contains(sql[i+2:i+2+end], "/*") {
-				return "" // unterminated or nested: not for this lexer to read
+				return -1
 			}
 			i += end + 4
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			j := i
-			for j < len(sql) && (sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] == '_') {
-				j++
-			}
-			return strings.ToUpper(sql[i:j])
 		default:
-			return ""
+			return i
 		}
 	}
-	return ""
+	return i
 }
+
+func isWordStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
 
 // applySQL is the statement that brings a session's pooled variables to a
 // client's values: set_config for each, with the name and value bound as

@@ -1,0 +1,331 @@
+package tether_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the independent connections that watch the server
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/backendtest"
+	"github.com/tether-php/tether/backend/mysql"
+	"github.com/tether-php/tether/backend/postgres"
+	"github.com/tether-php/tether/wire"
+)
+
+// Tests of the SQL path that the event loop drives (MariaDB, PostgreSQL),
+// through the server and the protocol, as PHP clients reach it, against the
+// real servers of TETHER_TEST_MYSQL_DSN and TETHER_TEST_POSTGRES_DSN.
+
+// loopDB is one real SQL server the loop tests run against.
+type loopDB struct {
+	name string // the backend's name in tetherd's config
+	typ  string
+	dsn  string
+	// watch is an independent connection that observes the server.
+	watch *sql.DB
+	// sessions returns the ids of tetherd's server sessions (all sessions of
+	// the test's user, but the watcher's own).
+	sessions func(ctx context.Context) ([]int64, error)
+	// running counts tetherd's sessions still running a statement that
+	// contains marker.
+	running func(ctx context.Context, marker string) (int, error)
+	sleep   func(seconds float64, marker string) string
+	p       func(n int) string
+}
+
+func loopDBs(t *testing.T) []*loopDB {
+	var dbs []*loopDB
+	for _, typ := range []string{"mysql", "postgres"} {
+		key := map[string]string{"mysql": "TETHER_TEST_MYSQL_DSN", "postgres": "TETHER_TEST_POSTGRES_DSN"}[typ]
+		if os.Getenv(key) == "" && os.Getenv("TETHER_REQUIRE_BACKENDS") == "" {
+			continue
+		}
+		dsn := backendtest.RequireEnv(t, key)
+		d := &loopDB{name: "db", typ: typ, dsn: dsn}
+		var err error
+		if typ == "mysql" {
+			d.watch, err = sql.Open("mysql", dsn)
+			d.sessions = func(ctx context.Context) ([]int64, error) {
+				return ids(ctx, d.watch, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = SUBSTRING_INDEX(USER(), '@', 1) AND ID <> CONNECTION_ID()")
+			}
+			d.running = func(ctx context.Context, marker string) (int, error) {
+				var n int
+				err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()", "%"+marker+"%").Scan(&n)
+				return n, err
+			}
+			d.sleep = func(s float64, marker string) string {
+				return fmt.Sprintf("SELECT SLEEP(%g) /* %s */", s, marker)
+			}
+			d.p = func(int) string { return "?" }
+		} else {
+			d.watch, err = sql.Open("pgx", dsn)
+			d.sessions = func(ctx context.Context) ([]int64, error) {
+				return ids(ctx, d.watch, "SELECT pid FROM pg_stat_activity WHERE usename = current_user AND datname = current_database() AND pid <> pg_backend_pid()")
+			}
+			d.running = func(ctx context.Context, marker string) (int, error) {
+				var n int
+				err := d.watch.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()", "%"+marker+"%").Scan(&n)
+				return n, err
+			}
+			d.sleep = func(s float64, marker string) string {
+				return fmt.Sprintf("SELECT pg_sleep(%g) /* %s */", s, marker)
+			}
+			d.p = func(n int) string { return "$" + strconv.Itoa(n) }
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.watch.SetMaxOpenConns(1)
+		t.Cleanup(func() { d.watch.Close() })
+		dbs = append(dbs, d)
+	}
+	return dbs
+}
+
+func ids(ctx context.Context, db *sql.DB, q string) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// start runs a tetherd whose backend "db" is d, with the pool settings
+// tweak gives. From then on, d.sessions counts only the sessions opened
+// since (other clients of the server may hold some).
+func (d *loopDB) start(t *testing.T, tweak func(*tether.BackendConfig)) *testServer {
+	t.Helper()
+	others, err := d.sessions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := d.sessions
+	d.sessions = func(ctx context.Context) ([]int64, error) {
+		ids, err := all(ctx)
+		var ours []int64
+		for _, id := range ids {
+			if !contains64(others, id) {
+				ours = append(ours, id)
+			}
+		}
+		return ours, err
+	}
+	t.Cleanup(func() { d.sessions = all })
+	bc := tether.DefaultBackendConfig(d.typ, d.dsn)
+	if tweak != nil {
+		tweak(&bc)
+	}
+	var b tether.Backend
+	if d.typ == "mysql" {
+		b, err = mysql.New(bc)
+	} else {
+		b, err = postgres.New(bc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServerWith(t, func(c *tether.Config) {
+		c.Backends["db"] = bc
+		c.Server.DefaultTimeout = tether.Duration(30 * time.Second)
+	}, map[string]tether.Backend{"db": b})
+}
+
+// sampler records the most sessions d's server held for tetherd at once,
+// every 5 ms, until stopped.
+type sampler struct {
+	max, samples atomic.Int64
+	seen         sync.Map // session id -> true
+	stop         chan struct{}
+	done         chan struct{}
+}
+
+func (d *loopDB) sample(t *testing.T) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for {
+			ids, err := d.sessions(context.Background())
+			if err != nil {
+				t.Errorf("sample sessions: %v", err)
+				return
+			}
+			for _, id := range ids {
+				s.seen.Store(id, true)
+			}
+			if n := int64(len(ids)); n > s.max.Load() {
+				s.max.Store(n)
+			}
+			s.samples.Add(1)
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) finish() { close(s.stop); <-s.done }
+
+// TestLoopSQL_SessionSettings runs 10,000 short sessions that set their
+// session variables as PHP frameworks' connectors do, many at once with
+// different values: each statement must see its own client's values, and
+// the backend connections must stay those of the pool, with no new ones.
+func TestLoopSQL_SessionSettings(t *testing.T) {
+	sessions := 10000
+	if testing.Short() {
+		sessions = 1000
+	}
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 4, 4 })
+			ctx := context.Background()
+			before, err := d.sessions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			smp := d.sample(t)
+			const workers = 16
+			var done, wrong atomic.Int64
+			var firstWrong atomic.Value
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < sessions; i += workers {
+						if msg := settingsSession(t, ts, d, i); msg != "" {
+							wrong.Add(1)
+							firstWrong.CompareAndSwap(nil, msg)
+						}
+						done.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			smp.finish()
+			after, err := d.sessions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fresh []int64
+			smp.seen.Range(func(k, _ any) bool {
+				if !contains64(before, k.(int64)) {
+					fresh = append(fresh, k.(int64))
+				}
+				return true
+			})
+			t.Logf("%d sessions of 16 clients at once in %s (%.0f/s); server sessions of tetherd: %d before, at most %d during (%d samples), %d after; new ones: %d",
+				done.Load(), el.Round(time.Millisecond), float64(done.Load())/el.Seconds(), len(before), smp.max.Load(), smp.samples.Load(), len(after), len(fresh))
+			if n := wrong.Load(); n > 0 {
+				t.Errorf("%d sessions saw settings not their own; first: %v", n, firstWrong.Load())
+			}
+			if m := smp.max.Load(); m > 4 {
+				t.Errorf("tetherd held %d sessions at once with max_conns 4", m)
+			}
+			if len(fresh) > 0 {
+				t.Errorf("tetherd opened %d new server sessions (%v): settings must not cost a client its pooled connection", len(fresh), fresh)
+			}
+		})
+	}
+}
+
+func contains64(s []int64, v int64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// settingsSession is one PHP request's worth of a framework's connection:
+// its connect-time SETs with values of its own, then statements that read
+// them back. It returns what was wrong, or "".
+func settingsSession(t *testing.T, ts *testServer, d *loopDB, i int) string {
+	c, err := net.Dial("unix", ts.socket)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	cl := &client{t: t, conn: c}
+	id := uint32(0)
+	exec := func(sql string) string {
+		id++
+		rep := cl.do(wire.Request{ID: id, Op: wire.OpExec, Backend: "db", SQL: sql})
+		if e := rep.Error(); e != nil {
+			return fmt.Sprintf("%s: %v", sql, e)
+		}
+		return ""
+	}
+	query := func(sql string) ([]any, string) {
+		id++
+		rep := cl.do(wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: sql})
+		if e := rep.Error(); e != nil {
+			return nil, fmt.Sprintf("%s: %v", sql, e)
+		}
+		return rep.Fields["rows"].([]any)[0].([]any), ""
+	}
+	if d.typ == "mysql" {
+		// Laravel's and WordPress's MySQL connectors.
+		tz := fmt.Sprintf("+%02d:00", i%14)
+		coll := []string{"utf8mb4_unicode_ci", "utf8mb4_general_ci", "utf8mb4_bin"}[i%3]
+		mode := []string{"STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", "NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO", "ANSI_QUOTES"}[i%3]
+		for _, s := range []string{"SET NAMES utf8mb4 COLLATE " + coll, "SET SESSION sql_mode = '" + mode + "'", "SET time_zone = '" + tz + "'"} {
+			if msg := exec(s); msg != "" {
+				return msg
+			}
+		}
+		for k := 0; k < 2; k++ {
+			row, msg := query("SELECT @@session.time_zone, @@session.collation_connection, @@session.sql_mode")
+			if msg != "" {
+				return msg
+			}
+			if got := fmt.Sprintf("%s|%s|%s", row...); got != tz+"|"+coll+"|"+mode {
+				return fmt.Sprintf("session %d read %q, set %q", i, got, tz+"|"+coll+"|"+mode)
+			}
+		}
+		return ""
+	}
+	// Laravel's PostgreSQL connector.
+	tz := []string{"UTC", "Asia/Tokyo", "Europe/Paris", "America/New_York"}[i%4]
+	path := []string{`public`, `"$user", public`}[i%2]
+	app := fmt.Sprintf("client-%d", i%50)
+	for _, s := range []string{"set names 'utf8'", "set time zone '" + tz + "'", "set search_path to " + path, "set application_name to '" + app + "'"} {
+		if msg := exec(s); msg != "" {
+			return msg
+		}
+	}
+	for k := 0; k < 2; k++ {
+		row, msg := query("SELECT current_setting('TimeZone') || '|' || current_setting('search_path') || '|' || current_setting('application_name') || '|' || current_setting('client_encoding')")
+		if msg != "" {
+			return msg
+		}
+		if want := tz + "|" + path + "|" + app + "|UTF8"; row[0] != want {
+			return fmt.Sprintf("session %d read %q, set %q", i, row[0], want)
+		}
+	}
+	return ""
+}
