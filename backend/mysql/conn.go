@@ -59,11 +59,11 @@ type conn struct {
 type expectKind uint8
 
 const (
-	expOK      expectKind = iota // OK or ERR (a result set is read and dropped)
-	expPrepare                   // COM_STMT_PREPARE's answer
-	expResult                    // COM_STMT_EXECUTE's answer
-	expLocal                     // no packet: a request answered by tetherd, in its turn
-	expCollation                 // SELECT @@session.collation_connection, read into the request's report
+	expOK        expectKind = iota // OK or ERR (a result set is read and dropped)
+	expPrepare                     // COM_STMT_PREPARE's answer
+	expResult                      // COM_STMT_EXECUTE's answer
+	expLocal                       // no packet: a request answered by tetherd, in its turn
+	expCollation                   // SELECT @@session.collation_connection, read into the request's report
 )
 
 // expect is one answer awaited, and the request it belongs to.
