@@ -329,3 +329,143 @@ func settingsSession(t *testing.T, ts *testServer, d *loopDB, i int) string {
 	}
 	return ""
 }
+
+// TestLoopSQL_PoolHolds drives timeouts, clients that vanish mid-statement
+// and statements that burn CPU at ten times max_conns, and asserts, by
+// sampling the server's own view of its sessions, that tetherd's never exceed
+// max_conns (plus the one side connection a MySQL backend opens for KILL),
+// and that every statement given up on was stopped on the server.
+func TestLoopSQL_PoolHolds(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			const maxConns = 4
+			ts := d.start(t, func(bc *tether.BackendConfig) {
+				bc.MaxConns, bc.MinConns = maxConns, maxConns
+				bc.AcquireTimeout = tether.Duration(500 * time.Millisecond)
+			})
+			smp := d.sample(t)
+			ctx := context.Background()
+			storm := func(name string, clients int, sql string, timeoutMS uint32, vanishAfter time.Duration) {
+				t.Helper()
+				var wg sync.WaitGroup
+				var timeouts, busy, other atomic.Int64
+				start := time.Now()
+				for i := 0; i < clients; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						c, err := net.Dial("unix", ts.socket)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						defer c.Close()
+						cl := &client{t: t, conn: c}
+						cl.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: sql, TimeoutMS: timeoutMS})
+						if vanishAfter > 0 {
+							time.Sleep(vanishAfter)
+							return // the client goes away with its statement running
+						}
+						rep := cl.recv()
+						switch code := fmt.Sprint(rep.Error()["code"]); code {
+						case string(tether.CodeTimeout):
+							timeouts.Add(1)
+						case string(tether.CodeBusy):
+							busy.Add(1)
+						default:
+							other.Add(1)
+							t.Errorf("%s: reply %v", name, rep.Fields)
+						}
+					}()
+				}
+				wg.Wait()
+				answered := time.Since(start)
+				// Every statement given up on must stop on the server.
+				var left int
+				for deadline := time.Now().Add(3 * time.Second); ; {
+					n, err := d.running(ctx, name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if left = n; n == 0 || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				stopped := time.Since(start)
+				t.Logf("%s: %d clients, answered in %s (%d timeout, %d busy), statements left running on the server: %d, all stopped after %s",
+					name, clients, answered.Round(time.Millisecond), timeouts.Load(), busy.Load(), left, stopped.Round(time.Millisecond))
+				if left > 0 {
+					t.Errorf("%s: %d statements still running on the server 3 s after their clients gave up", name, left)
+				}
+			}
+			sleep := func(marker string) string { return d.sleep(10, marker) }
+			storm("deadline_sleep", 10*maxConns, sleep("deadline_sleep"), 200, 0)
+			storm("vanished_sleep", 10*maxConns, sleep("vanished_sleep"), 0, 150*time.Millisecond)
+			burn := "SELECT BENCHMARK(300000000, MD5('x')) /* deadline_burn */"
+			if d.typ == "postgres" {
+				burn = "SELECT count(*) FROM generate_series(1, 300000000) /* deadline_burn */"
+			}
+			storm("deadline_burn", 10*maxConns, burn, 300, 0)
+			smp.finish()
+			t.Logf("tetherd's server sessions: at most %d at once over %d samples (max_conns %d)", smp.max.Load(), smp.samples.Load(), maxConns)
+			if m := smp.max.Load(); m > maxConns+1 {
+				t.Errorf("tetherd held %d server sessions at once with max_conns %d", m, maxConns)
+			}
+			// And the pool serves again.
+			c := dial(t, ts)
+			for i := 0; i < 20; i++ {
+				c.ok(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
+			}
+		})
+	}
+}
+
+// TestLoopSQL_VanishedClientReleasesLocks: a PHP worker killed in a
+// transaction, in the middle of a statement, must not keep its row locks: the
+// statement is cancelled and the transaction rolled back at once.
+func TestLoopSQL_VanishedClientReleasesLocks(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 2, 2 })
+			tbl := fmt.Sprintf("locks_%d", time.Now().UnixNano()%1e6)
+			ctx := context.Background()
+			if _, err := d.watch.ExecContext(ctx, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, n INT)"); err != nil {
+				t.Fatal(err)
+			}
+			defer d.watch.ExecContext(ctx, "DROP TABLE "+tbl)
+			if _, err := d.watch.ExecContext(ctx, "INSERT INTO "+tbl+" VALUES (1, 0)"); err != nil {
+				t.Fatal(err)
+			}
+			c, err := net.Dial("unix", ts.socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := &client{t: t, conn: c}
+			rep := cl.ok(wire.Request{ID: 1, Op: wire.OpBegin, Backend: "db"})
+			tx := toUint(rep.Fields["tx"])
+			cl.ok(wire.Request{ID: 2, Op: wire.OpExec, Tx: tx, SQL: "UPDATE " + tbl + " SET n = n + 1 WHERE id = 1"})
+			cl.send(wire.Request{ID: 3, Op: wire.OpQuery, Tx: tx, SQL: d.sleep(10, "locked_sleep")})
+			time.Sleep(100 * time.Millisecond)
+			c.Close() // the worker dies with the statement running and the row locked
+			start := time.Now()
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if _, err := d.watch.ExecContext(cctx, "UPDATE "+tbl+" SET n = n + 10 WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			waited := time.Since(start)
+			var n int
+			if err := d.watch.QueryRowContext(ctx, "SELECT n FROM "+tbl+" WHERE id = 1").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the row lock of a vanished client was released after %s; n = %d", waited.Round(time.Millisecond), n)
+			if n != 10 {
+				t.Errorf("n = %d: the vanished client's update was committed (want it rolled back: 10)", n)
+			}
+			if waited > time.Second {
+				t.Errorf("the lock was held %s after the client vanished", waited)
+			}
+		})
+	}
+}

@@ -52,7 +52,15 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	if err := withoutTLS(pc); err != nil {
 		return nil, err
 	}
-	d := &driver{cfg: pc, stmtCacheSize: cfg.StmtCacheSize, pooled: map[string]bool{}}
+	side, err := pgx.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dsn: %w", err)
+	}
+	side.ConnectTimeout = pc.ConnectTimeout
+	if err := withoutTLS(&side.Config); err != nil {
+		return nil, err
+	}
+	d := &driver{cfg: pc, sideCfg: side, stmtCacheSize: cfg.StmtCacheSize, pooled: map[string]bool{}}
 	for _, v := range pooledVariables {
 		d.pooled[v] = true
 	}
@@ -86,6 +94,7 @@ func withoutTLS(pc *pgconn.Config) error {
 // driver is the PostgreSQL protocol as the pool uses it (sqlpool.Driver).
 type driver struct {
 	cfg           *pgconn.Config
+	sideCfg       *pgx.ConnConfig // the side connection's (pgx wants its own parse)
 	stmtCacheSize int
 	pooled        map[string]bool
 	pool          *sqlpool.Pool
@@ -173,7 +182,7 @@ func (d *driver) Terminate(ctx context.Context, sc sqlpool.ServerConn) error {
 	d.sideMu.Lock()
 	defer d.sideMu.Unlock()
 	if d.side == nil || d.side.IsClosed() {
-		side, err := pgx.ConnectConfig(ctx, &pgx.ConnConfig{Config: *d.cfg.Copy()})
+		side, err := pgx.ConnectConfig(ctx, d.sideCfg)
 		if err != nil {
 			return fmt.Errorf("open side connection: %w", err)
 		}

@@ -793,6 +793,15 @@ func (p *Pool) afterCancel(c *Conn) {
 	if c.killing || len(c.sent) > 0 || c.next != nil {
 		return
 	}
+	if c.tx != nil {
+		// A transaction whose statement was cancelled is rolled back: its
+		// ROLLBACK stands in for the probe (a late cancel cannot harm it,
+		// and a failed one sends the connection through a reset).
+		c.abortingTx = true
+		c.state = statePinned
+		p.release(c)
+		return
+	}
 	if c.probes >= maxProbes {
 		p.terminate(c, "probes after a cancel kept failing")
 		return
