@@ -59,7 +59,7 @@ type BackendConfig struct {
 	IdleTimeout    Duration `toml:"idle_timeout"`
 	AcquireTimeout Duration `toml:"acquire_timeout"` // bounded wait for a free connection, then busy
 	ConnectTimeout Duration `toml:"connect_timeout"`
-	StmtCacheSize  int      `toml:"stmt_cache_size"` // prepared statements kept per backend, by SQL text
+	StmtCacheSize  int      `toml:"stmt_cache_size"` // prepared statements kept per connection (SQLite: per backend), by SQL text
 	// HTTP holds the settings only an http upstream has ([backends.NAME.http]);
 	// its dsn is the base URL, max_conns the most connections to it,
 	// idle_timeout how long an idle keep-alive connection is kept.
