@@ -39,7 +39,7 @@ func checkJoin(r *wire.Request) *Error {
 	switch r.Left.Op {
 	case wire.OpQuery, wire.OpScan, wire.OpGet, wire.OpMultiGet, wire.OpReadRows:
 	default:
-		return Errorf(CodeBadRequest, "join left must be query, scan, get, multi_get or read_rows, not %q", r.Left.OpName)
+		return Errorf(CodeBadRequest, "join left must be query, scan, get, multi_get or read_rows, not %q", r.Left.Name())
 	}
 	if r.Left.Tx != 0 {
 		return Errorf(CodeBadRequest, "join left cannot run in a transaction")
@@ -51,7 +51,7 @@ func checkJoin(r *wire.Request) *Error {
 		return Errorf(CodeBadRequest, "join left %s needs table", r.Left.Op)
 	}
 	if r.Right.Op != wire.OpUnknown && r.Right.Op != wire.OpMultiGet || r.Right.OpName != "" && r.Right.Op == wire.OpUnknown {
-		return Errorf(CodeBadRequest, "join right is looked up by key: it takes backend, table and columns, not op %q", r.Right.OpName)
+		return Errorf(CodeBadRequest, "join right is looked up by key: it takes backend, table and columns, not op %q", r.Right.Name())
 	}
 	if r.Right.SQL != "" || r.Right.Keys != nil || r.Right.Key != nil {
 		return Errorf(CodeBadRequest, "join right takes backend, table and columns only: its keys come from the left rows")

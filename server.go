@@ -38,8 +38,10 @@ type Server struct {
 	inflight inflight // requests handed to goroutines
 	workers  *workers // the goroutines that run them
 	loopBuf  []byte   // reply scratch of the event loop goroutine
-	draining atomic.Bool
-	nextTx   atomic.Uint64
+
+	freeCalls []*sqlCall // loop SQL calls for reuse; loop goroutine only
+	draining  atomic.Bool
+	nextTx    atomic.Uint64
 
 	txMu sync.Mutex
 	txs  map[uint64]*txState // every open transaction, for the idle reaper

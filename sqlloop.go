@@ -43,14 +43,78 @@ func (ss *session) sqlClient(backend string) *loopsql.Client {
 	return c
 }
 
-// newSQLRequest builds the loop request of a query or exec frame (r is the
-// loop's decode scratch: nothing of it is kept but what it owns, the SQL text
-// and the parameters, which each decode allocates anew).
-func (s *Server) newSQLRequest(ss *session, r *wire.Request, backend string, h wire.Head) (*loopsql.Request, *wire.ResultEncoder) {
-	q := &loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS)}
-	if backend != "" {
-		q.Client = ss.sqlClient(backend)
+// sqlCall is a client's query, exec, commit or rollback on a loop backend,
+// with what its reply needs. Calls are reused (loop goroutine only): one
+// answered the normal way is referenced by nobody once answered; one given up
+// on (timeout, client gone) may still be referenced by its connection, and is
+// left to the garbage collector.
+type sqlCall struct {
+	q   loopsql.Request
+	ss  *session
+	h   wire.Head
+	op  wire.Op
+	enc *wire.ResultEncoder
+	be  string   // the backend's name, for logs
+	tx  *txState // set for a statement, commit or rollback of a transaction
+}
+
+// maxFreeCalls bounds the calls kept for reuse.
+const maxFreeCalls = 256
+
+// newCall returns a call for a frame's query or exec (r is the loop's decode
+// scratch: nothing of it is kept but what it owns, the SQL text and the
+// parameters, which each decode allocates anew).
+func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall {
+	var c *sqlCall
+	if n := len(s.freeCalls); n > 0 {
+		c = s.freeCalls[n-1]
+		s.freeCalls[n-1] = nil
+		s.freeCalls = s.freeCalls[:n-1]
+	} else {
+		c = &sqlCall{}
 	}
+	c.q = loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
+		Owner: c, Done: s.callDone}
+	c.ss, c.h, c.op, c.be = ss, wire.Head{ID: r.ID}, r.Op, backend
+	if r.Op == wire.OpQuery {
+		c.q.Kind = loopsql.KindQuery
+		c.enc = getEncoder(c.h, r.Columnar, s.cfg.Server.MaxResultBytes)
+		c.q.Sink = c.enc
+	}
+	return c
+}
+
+// callDone answers a call: the Done of its request.
+func (s *Server) callDone(q *loopsql.Request) {
+	c := q.Owner.(*sqlCall)
+	s.inflight.Done()
+	if t := c.tx; t != nil {
+		t.finished(time.Now())
+		if c.op == wire.OpCommit || c.op == wire.OpRollback {
+			s.endTx(t, nil)
+		}
+	}
+	s.logSQLFailure(c.op, c.be, q.Err)
+	s.replyNow(c.ss, func(b []byte) []byte {
+		if q.Err == nil && (c.op == wire.OpCommit || c.op == wire.OpRollback) {
+			return wire.AppendOK(b, c.h)
+		}
+		return s.appendSQLOutcome(b, c.h, c.op, q, c.enc)
+	})
+	if c.enc != nil {
+		putEncoder(c.enc)
+	}
+	if !q.State.Abandoned && len(s.freeCalls) < maxFreeCalls {
+		*c = sqlCall{}
+		s.freeCalls = append(s.freeCalls, c)
+	}
+}
+
+// newSQLRequest builds the loop request of a batch's query or exec, and its
+// encoder.
+func (s *Server) newSQLRequest(ss *session, r *wire.Request, backend string, h wire.Head) (*loopsql.Request, *wire.ResultEncoder) {
+	q := &loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
+		Client: ss.sqlClient(backend)}
 	var enc *wire.ResultEncoder
 	if r.Op == wire.OpQuery {
 		q.Kind = loopsql.KindQuery
@@ -71,19 +135,10 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.B
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
-	h := wire.Head{ID: r.ID}
-	q, enc := s.newSQLRequest(ss, r, t.name, h)
-	op := r.Op
+	c := s.newCall(ss, r, t.name)
+	c.q.Client = ss.sqlClient(t.name)
 	s.inflight.Add(1)
-	q.Done = func(q *loopsql.Request) {
-		s.inflight.Done()
-		s.logSQLFailure(op, t.name, q.Err)
-		s.replyNow(ss, func(b []byte) []byte { return s.appendSQLOutcome(b, h, op, q, enc) })
-		if enc != nil {
-			putEncoder(enc)
-		}
-	}
-	lb.Submit(q)
+	lb.Submit(&c.q)
 }
 
 // checkNoPaging refuses limit and cursor on a query to a SQL backend: they are
@@ -167,43 +222,20 @@ func (s *Server) runLoopTxOp(ss *session, r *wire.Request, t *txState) {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
-	h := wire.Head{ID: r.ID}
-	op := r.Op
-	var q *loopsql.Request
-	var enc *wire.ResultEncoder
-	switch op {
-	case wire.OpCommit:
-		q = &loopsql.Request{Kind: loopsql.KindCommit}
-	case wire.OpRollback:
-		q = &loopsql.Request{Kind: loopsql.KindRollback}
-	default:
-		if e := checkNoPaging(r, target{typ: s.cfg.Backends[t.backend].Type}); e != nil {
-			s.replyErrorNow(ss, r.ID, e)
-			return
-		}
-		q, enc = s.newSQLRequest(ss, r, "", h)
+	if e := checkNoPaging(r, target{typ: s.cfg.Backends[t.backend].Type}); e != nil {
+		s.replyErrorNow(ss, r.ID, e)
+		return
 	}
-	q.Tx = t.ltx
-	q.Client = t.ltx.Client
-	q.Deadline = s.deadline(r.TimeoutMS)
+	c := s.newCall(ss, r, t.backend)
+	switch r.Op {
+	case wire.OpCommit:
+		c.q.Kind = loopsql.KindCommit
+	case wire.OpRollback:
+		c.q.Kind = loopsql.KindRollback
+	}
+	c.tx = t
+	c.q.Tx, c.q.Client = t.ltx, t.ltx.Client
 	t.started()
 	s.inflight.Add(1)
-	q.Done = func(q *loopsql.Request) {
-		s.inflight.Done()
-		t.finished(time.Now())
-		if op == wire.OpCommit || op == wire.OpRollback {
-			s.endTx(t, nil)
-		}
-		s.logSQLFailure(op, t.backend, q.Err)
-		s.replyNow(ss, func(b []byte) []byte {
-			if q.Err == nil && (op == wire.OpCommit || op == wire.OpRollback) {
-				return wire.AppendOK(b, h)
-			}
-			return s.appendSQLOutcome(b, h, op, q, enc)
-		})
-		if enc != nil {
-			putEncoder(enc)
-		}
-	}
-	t.lb.Submit(q)
+	t.lb.Submit(&c.q)
 }

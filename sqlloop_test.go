@@ -469,3 +469,33 @@ func TestLoopSQL_VanishedClientReleasesLocks(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLoopSQL_PointRead measures a point read through the server, one at
+// a time from one raw client, in process (go test -bench LoopSQL -benchmem,
+// with -memprofile to see what the server allocates per read).
+func BenchmarkLoopSQL_PointRead(b *testing.B) {
+	t := &testing.T{}
+	for _, d := range loopDBs(t) {
+		b.Run(d.typ, func(b *testing.B) {
+			ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 1, 1 })
+			c := dial(b, ts)
+			tbl := fmt.Sprintf("bench_read_%d", time.Now().UnixNano()%1e6)
+			if _, err := d.watch.Exec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY, name VARCHAR(64), score INT)"); err != nil {
+				b.Fatal(err)
+			}
+			defer d.watch.Exec("DROP TABLE " + tbl)
+			if _, err := d.watch.Exec("INSERT INTO " + tbl + " VALUES (1, 'ada', 42)"); err != nil {
+				b.Fatal(err)
+			}
+			q := wire.Request{Op: wire.OpQuery, Backend: "db", SQL: "SELECT id, name, score FROM " + tbl + " WHERE id = " + d.p(1), Params: []any{int64(1)}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q.ID = uint32(i + 1)
+				if rep := c.do(q); rep.Error() != nil {
+					b.Fatal(rep.Error())
+				}
+			}
+		})
+	}
+}

@@ -117,7 +117,7 @@ func parseOp(b []byte) Op {
 type Request struct {
 	ID        uint32
 	Op        Op
-	OpName    string // the op as sent, kept for the error message of an unknown op
+	OpName    string // the op as sent, kept only when unknown (for its error); see Name
 	Backend   string
 	SQL       string
 	Params    []any // nil, bool, int64, uint64, float64, string, []byte
@@ -179,6 +179,14 @@ type Mutation struct {
 	Qualifier string
 	Value     any // str or bin
 	Timestamp int64
+}
+
+// Name returns the op as sent: its name, or the unknown name given.
+func (r *Request) Name() string {
+	if r.Op != OpUnknown {
+		return r.Op.String()
+	}
+	return r.OpName
 }
 
 // MaxBatchOps bounds the operations of one batch.
@@ -252,8 +260,10 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 			var s []byte
 			s, b, err = msgp.ReadStringZC(b)
 			if err == nil {
-				r.Op = parseOp(s)
-				r.OpName = string(s)
+				// The name is kept only for the error of an op not known.
+				if r.Op = parseOp(s); r.Op == OpUnknown {
+					r.OpName = string(s)
+				}
 			} else {
 				fail("op", err)
 			}

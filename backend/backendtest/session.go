@@ -113,6 +113,12 @@ func RunLeaks(t *testing.T, s *LeakSuite) {
 				}
 			}
 			if lc.DirectProbe != "" {
+				// The reset runs once the statement is answered, before the
+				// connection serves anyone else: a statement through the
+				// pool (of one connection) waits for it.
+				if _, err := b.Query(ctx, tether.Statement{SQL: "SELECT 1"}); err != nil {
+					t.Fatal(err)
+				}
 				var got any
 				if err := direct.QueryRowContext(ctx, sub(lc.DirectProbe)).Scan(&got); err != nil {
 					t.Fatalf("direct probe %q: %v", lc.DirectProbe, err)

@@ -144,8 +144,9 @@ func (c *conn) Send(r *sqlpool.Request) {
 func (c *conn) writePending() {
 	for !c.blocked && len(c.pending) > 0 && !c.closed {
 		r := c.pending[0]
-		c.pending[0] = nil
-		c.pending = c.pending[1:]
+		n := copy(c.pending, c.pending[1:])
+		c.pending[n] = nil
+		c.pending = c.pending[:n]
 		c.write(r)
 	}
 	c.flushLater()
@@ -674,11 +675,10 @@ func (c *conn) completed(e *expect) {
 
 // pop drops the first expectation and resets the decoding state.
 func (c *conn) pop() {
-	c.exp[0] = expect{}
-	c.exp = c.exp[1:]
-	if len(c.exp) == 0 {
-		c.exp = c.exp[:0:0]
-	}
+	// Shift down rather than reslice, so that the slice keeps its room.
+	n := copy(c.exp, c.exp[1:])
+	c.exp[n] = expect{}
+	c.exp = c.exp[:n]
 	c.rs.phase, c.rs.results, c.rs.err, c.rs.skip = phaseFirst, 0, nil, 0
 }
 

@@ -123,8 +123,9 @@ func (c *conn) Send(r *sqlpool.Request) {
 func (c *conn) writePending() {
 	for !c.blocked && len(c.pending) > 0 && !c.closed {
 		r := c.pending[0]
-		c.pending[0] = nil
-		c.pending = c.pending[1:]
+		n := copy(c.pending, c.pending[1:])
+		c.pending[n] = nil
+		c.pending = c.pending[:n]
 		c.write(r)
 	}
 	c.flushLater()
@@ -472,7 +473,9 @@ func (c *conn) handle(typ byte, body []byte) {
 				c.fail(err)
 			}
 		case 'C':
-			r.Affected = affectedRows(body)
+			if r.Kind == sqlpool.KindExec {
+				r.Affected = affectedRows(body)
+			}
 		}
 	case expSimple:
 		if typ == 'C' && r.Kind == sqlpool.KindCommit && r.Err == nil && strings.HasPrefix(string(body), "ROLLBACK") {
@@ -603,24 +606,29 @@ func (c *conn) checkRow(r *sqlpool.Request, b []byte) {
 // affectedRows reads the row count from a CommandComplete tag ("INSERT 0 3",
 // "UPDATE 2", "SELECT 5"); 0 for tags without one.
 func affectedRows(body []byte) int64 {
-	tag := strings.TrimRight(string(body), "\x00")
-	i := strings.LastIndexByte(tag, ' ')
-	if i < 0 {
+	end := len(body)
+	for end > 0 && body[end-1] == 0 {
+		end--
+	}
+	var n int64
+	i := end
+	for i > 0 && body[i-1] >= '0' && body[i-1] <= '9' {
+		i--
+	}
+	if i == end || i == 0 || body[i-1] != ' ' {
 		return 0
 	}
-	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
-	if err != nil {
-		return 0
+	for _, d := range body[i:end] {
+		n = n*10 + int64(d-'0')
 	}
 	return n
 }
 
 func (c *conn) pop() {
-	c.exp[0] = expect{}
-	c.exp = c.exp[1:]
-	if len(c.exp) == 0 {
-		c.exp = c.exp[:0:0]
-	}
+	// Shift down rather than reslice, so that the slice keeps its room.
+	n := copy(c.exp, c.exp[1:])
+	c.exp[n] = expect{}
+	c.exp = c.exp[:n]
 }
 
 func (c *conn) drainLocal() {

@@ -570,8 +570,10 @@ func (c *Conn) Done(r *Request) {
 	if len(c.sent) == 0 || c.sent[0] != r {
 		panic(fmt.Sprintf("sqlpool: %s answered a request out of order", c.srv))
 	}
-	c.sent[0] = nil
-	c.sent = c.sent[1:]
+	// Shift down rather than reslice, so that the slice keeps its room.
+	n := copy(c.sent, c.sent[1:])
+	c.sent[n] = nil
+	c.sent = c.sent[:n]
 	p.settle(c, r)
 	p.finish(r)
 	if c.state == stateCancelling {

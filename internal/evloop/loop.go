@@ -278,16 +278,20 @@ func (l *Loop) Run() error {
 	defer l.shutdown()
 	events := make([]unix.EpollEvent, maxEvents)
 	buf := make([]byte, readChunk)
+	// The parked poll, made once: a closure per wait would allocate on the
+	// path every idle moment takes.
+	var n int
+	var errno syscall.Errno
+	poll := func(fd uintptr) bool {
+		n, errno = epollWaitRaw(int(fd), events)
+		return n != 0 || errno != 0 // false: wait for readability, then call again
+	}
 	for {
 		// Poll without blocking, with a raw syscall that skips the scheduler's
 		// bookkeeping; when nothing is ready, park until something is.
-		n, errno := epollWaitRaw(l.epfd, events)
+		n, errno = epollWaitRaw(l.epfd, events)
 		if errno == 0 && n == 0 {
-			err := l.epRaw.Read(func(fd uintptr) bool {
-				n, errno = epollWaitRaw(int(fd), events)
-				return n != 0 || errno != 0 // false: wait for readability, then call again
-			})
-			if err != nil {
+			if err := l.epRaw.Read(poll); err != nil {
 				return fmt.Errorf("wait for events: %w", err)
 			}
 		}
