@@ -452,6 +452,12 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 				fail(string(key), err)
 				break
 			}
+			if t := msgp.NextType(b); t != msgp.MapType {
+				// Content, not framing: answered bad_request, the connection kept.
+				err = fmt.Errorf("want a map, got %s", t)
+				fail(string(key), err)
+				break
+			}
 			side := &Request{}
 			b, err = decodeRequestMap(b, side, depth+2)
 			if err != nil {
@@ -512,6 +518,11 @@ func readOps(b []byte, depth int) ([]Request, []byte, error) {
 	}
 	ops := make([]Request, n)
 	for i := range ops {
+		if t := msgp.NextType(b); t != msgp.MapType {
+			// Content, not framing: answered bad_request, the connection kept
+			// (the caller skips the whole array).
+			return nil, b, fmt.Errorf("op %d: want a map, got %s", i, t)
+		}
 		b, err = decodeRequestMap(b, &ops[i], depth+1)
 		if err != nil {
 			var re *RequestError

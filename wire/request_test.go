@@ -54,6 +54,11 @@ func TestDecodeRequest(t *testing.T) {
 		{"ParamsNotArray", mapOf("id", 8, "op", "query", "sql", "x", "params", "nope"), 8, "params: expected"},
 		{"NestedBatch", mapOf("id", 9, "op", "batch", "ops",
 			append(msgp.AppendArrayHeader(nil, 1), mapOf("op", "batch", "ops", msgp.AppendArrayHeader(nil, 0))...)), 9, "cannot hold a batch"},
+		// Wrong types inside a valid map are content errors (docs/protocol.md: bad_request, the connection kept).
+		{"JoinLeftNotAMap", mapOf("id", 10, "op", "join", "left", "users"), 10, "left: want a map"},
+		{"JoinRightNotAMap", mapOf("id", 11, "op", "join", "right", msgp.AppendArrayHeader(nil, 0)), 11, "right: want a map"},
+		{"BatchOpNotAMap", mapOf("id", 12, "op", "batch", "ops",
+			msgp.AppendInt(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "ping"), 7)), 12, "op 0: want a map"},
 	}
 	for _, tc := range contentErrors {
 		t.Run(tc.name, func(t *testing.T) {
