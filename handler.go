@@ -2,6 +2,7 @@ package tether
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"sync"
@@ -51,7 +52,11 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 	ss := c.Context.(*session)
 	used := 0
 	for used < len(in) {
-		payload, n, _, err := wire.NextFrame(in[used:], s.cfg.Server.MaxFrameBytes)
+		limit := s.cfg.Server.MaxFrameBytes
+		if ss.tcp && !ss.authed {
+			limit = preAuthMaxFrame // nothing large is held for a client not yet known
+		}
+		payload, n, _, err := wire.NextFrame(in[used:], limit)
 		if errors.Is(err, wire.ErrIncomplete) {
 			return used
 		}
@@ -71,6 +76,39 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 		}
 	}
 	return used
+}
+
+// preAuthMaxFrame bounds the frames of a TCP client that has not sent its
+// hello yet: a hello is a few dozen bytes.
+const preAuthMaxFrame = 4 << 10
+
+// authenticate serves the first frame of a TCP client, which must be a valid
+// hello with the server's token; anything else is answered unauthorized and
+// the connection closed (it returns false). The tokens are compared as
+// SHA-256 digests, so that neither their bytes nor their lengths show in the
+// time the comparison takes.
+func (s *Server) authenticate(ss *session, payload []byte) bool {
+	r := &ss.req
+	err := wire.DecodeRequest(payload, r)
+	var id uint32
+	var re *wire.RequestError
+	if errors.As(err, &re) {
+		id = re.ID
+	} else if err == nil {
+		id = r.ID
+	}
+	if err != nil || r.Op != wire.OpHello || !r.HasID {
+		s.replyErrorNow(ss, id, Errorf(CodeUnauthorized, "a TCP client must first send hello with the server's token"))
+		return false
+	}
+	got, want := sha256.Sum256([]byte(r.Token)), sha256.Sum256([]byte(s.cfg.Server.TCPToken))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		s.replyErrorNow(ss, id, Errorf(CodeUnauthorized, "wrong token"))
+		return false
+	}
+	ss.authed = true
+	s.replyNow(ss, func(b []byte) []byte { return wire.AppendHello(b, wire.Head{ID: r.ID}) })
+	return true
 }
 
 // replyNow writes a reply built on the loop goroutine.
@@ -93,6 +131,9 @@ func (s *Server) replyErrorNow(ss *session, id uint32, e *Error) {
 // connection must be closed.
 func (s *Server) serveFrame(ss *session, payload []byte) bool {
 	r := &ss.req
+	if ss.tcp && !ss.authed {
+		return s.authenticate(ss, payload)
+	}
 	if err := wire.DecodeRequest(payload, r); err != nil {
 		var re *wire.RequestError
 		if errors.As(err, &re) && !re.Fatal {
@@ -105,13 +146,6 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 	if !r.HasID {
 		s.replyErrorNow(ss, 0, Errorf(CodeBadRequest, "id is required"))
 		return true
-	}
-	if ss.tcp && !ss.authed {
-		if r.Op != wire.OpHello || subtle.ConstantTimeCompare([]byte(r.Token), []byte(s.cfg.Server.TCPToken)) != 1 {
-			s.replyErrorNow(ss, r.ID, Errorf(CodeUnauthorized, "a TCP client must first send hello with the server's token"))
-			return false
-		}
-		ss.authed = true
 	}
 	switch r.Op {
 	case wire.OpPing:

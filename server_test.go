@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tinylib/msgp/msgp"
+
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlite"
 	"github.com/tether-php/tether/wire"
@@ -598,7 +600,28 @@ func TestServer_TCP(t *testing.T) {
 	t.Run("UnixNeedsNoHello", func(t *testing.T) {
 		dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpPing})
 	})
+	t.Run("InvalidFrameBeforeHelloCloses", func(t *testing.T) {
+		// Not answered bad_request and kept open: closed at the first frame
+		// that is not a valid hello.
+		c := dialTCP()
+		c.sendRaw(frame(msgp.AppendString(nil, "not a map")))
+		errCode(t, c.recv(), tether.CodeUnauthorized)
+		c.expectClosed()
+		c = dialTCP()
+		c.sendRaw(frame(mapPayload(map[string]any{"id": 1, "op": "hello", "token": 7})))
+		errCode(t, c.recv(), tether.CodeUnauthorized)
+		c.expectClosed()
+	})
+	t.Run("LargeFrameBeforeHelloCloses", func(t *testing.T) {
+		c := dialTCP()
+		c.sendRaw(binary.BigEndian.AppendUint32(nil, 1<<20)) // announces 1 MiB: refused from its prefix
+		errCode(t, c.recv(), tether.CodeTooLarge)
+		c.expectClosed()
+	})
 }
+
+// frame prefixes a payload with its length.
+func frame(p []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
 
 func TestServer_Shutdown(t *testing.T) {
 	ts := startServer(t, func(c *tether.Config) { c.Server.TxIdleTimeout = tether.Duration(time.Minute) })
