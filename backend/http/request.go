@@ -128,8 +128,12 @@ func checkMethod(m string) error {
 // checkPath checks a request's path and query and returns the index of the
 // "?" that starts the query, or -1. A valid path starts with "/" but not
 // "//", holds only visible ASCII (0x21-0x7e) other than '#' and '\', has
-// well-formed %XX escapes, and no "." or ".." segment (also escaped) before
-// the query, so it can neither name a host nor climb above the base path.
+// well-formed %XX escapes, none of which, before the query, decodes to '/',
+// '\' or a control character (%00 is refused in the query too), and no "." or
+// ".." segment once decoded, with or without ";parameters" after it: so it can
+// neither name a host nor climb above the base path, however the upstream
+// decodes and normalises it (nginx decodes %2f before it resolves "..", and
+// some servers drop ";..." from a segment).
 func checkPath(p string) (int, error) {
 	if p == "" || p[0] != '/' {
 		return -1, badRequest("http: path %q must start with /", p)
@@ -150,6 +154,10 @@ func checkPath(p string) (int, error) {
 			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
 				return -1, badRequest("http: path %q: bad %%-escape at %d", p, i)
 			}
+			d := unhex(p[i+1])<<4 | unhex(p[i+2])
+			if d == 0 || q < 0 && (d == '/' || d == '\\' || d < 0x20 || d == 0x7f) {
+				return -1, badRequest("http: path %q: %s at %d decodes to %q, which is not allowed", p, p[i:i+3], i, d)
+			}
 		case q < 0 && (c == '/' || c == '?'):
 			if i > 0 && isDotSegment(p[seg:i]) {
 				return -1, badRequest("http: path %q: dot segment %q is not allowed", p, p[seg:i])
@@ -166,21 +174,36 @@ func checkPath(p string) (int, error) {
 	return q, nil
 }
 
-// isDotSegment reports whether s is "." or "..", each dot possibly written %2e.
+// isDotSegment reports whether s is "." or "..", each dot possibly written
+// %2e, with or without ";parameters" after it.
 func isDotSegment(s string) bool {
 	dots := 0
-	for len(s) > 0 {
+	for len(s) > 0 && s[0] != ';' {
 		switch {
 		case s[0] == '.':
 			s = s[1:]
 		case len(s) >= 3 && s[0] == '%' && s[1] == '2' && (s[2] == 'e' || s[2] == 'E'):
 			s = s[3:]
+		case len(s) >= 3 && s[0] == '%' && s[1] == '3' && (s[2] == 'b' || s[2] == 'B'):
+			s = ";" // an escaped ';' starts the parameters as well
 		default:
 			return false
 		}
-		dots++
+		if s != ";" {
+			dots++
+		}
 	}
 	return dots == 1 || dots == 2
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // checkHeader checks one request header and returns its canonical name, or
