@@ -48,6 +48,7 @@ type ServerConfig struct {
 type LogConfig struct {
 	Level  string `toml:"level"`  // debug, info, warn, error
 	Format string `toml:"format"` // text or json
+	File   string `toml:"file"`   // append to this file, reopened on SIGHUP; empty: standard error
 }
 
 // BackendConfig configures one backend and its pool.

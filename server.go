@@ -25,9 +25,9 @@ import (
 //  2. Open opens every backend (in parallel) and only then creates the
 //     listeners, so a socket that exists is a server that is ready.
 //  3. Serve runs the event loop until Shutdown.
-//  4. Shutdown stops accepting, lets in-flight requests finish within the
-//     grace period, rolls back open transactions, closes connections and
-//     backends.
+//  4. Shutdown closes the listeners, lets in-flight requests finish and open
+//     transactions commit within the grace period, rolls back those still
+//     open, closes connections and backends.
 type Server struct {
 	cfg      Config
 	backends map[string]Backend
@@ -209,17 +209,21 @@ func (s *Server) Serve() error {
 	return <-s.served
 }
 
-// Shutdown drains the server: it stops accepting connections and new work
-// (requests on open transactions are still served so that they can finish),
-// waits for in-flight requests until ctx is done, rolls back every open
-// transaction, closes all connections and then the backends.
+// Shutdown drains the server: it closes the listeners (new clients are
+// refused at once) and stops new work (requests on open transactions are
+// still served so that they can finish), waits until ctx is done for
+// in-flight requests and for open transactions to end, rolls back those still
+// open, closes all connections and then the backends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.loop.StopAccepting()
-	s.log.Info("draining", "in_flight_grace", time.Until(deadlineOr(ctx, time.Now())).Round(time.Millisecond))
+	s.log.Info("draining", "grace", time.Until(deadlineOr(ctx, time.Now())).Round(time.Millisecond),
+		"in_flight", s.inflight.n.Load(), "open_transactions", s.openTxs())
 
-	if !s.inflight.waitZero(ctx) {
-		s.log.Warn("grace period over with requests in flight", "in_flight", s.inflight.n.Load())
+	// Requests in flight finish, and open transactions may still commit (or
+	// roll back), within the grace period.
+	if !s.waitDrained(ctx) {
+		s.log.Warn("grace period over", "in_flight", s.inflight.n.Load(), "open_transactions", s.openTxs())
 	}
 
 	// Whatever transactions are still open now are rolled back.
@@ -249,6 +253,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.closeBackends(cctx)
 	s.stopLoop()
 	return err
+}
+
+func (s *Server) openTxs() int {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	return len(s.txs)
+}
+
+// waitDrained polls until nothing is in flight and no transaction is open,
+// or ctx is done; it reports whether it got there.
+func (s *Server) waitDrained(ctx context.Context) bool {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.inflight.n.Load() > 0 || s.openTxs() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 func (s *Server) closeBackends(ctx context.Context) error {

@@ -637,27 +637,72 @@ func TestServer_Shutdown(t *testing.T) {
 	slow.send(wire.Request{ID: 4, Op: wire.OpQuery, SQL: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c"})
 	time.Sleep(20 * time.Millisecond)
 
+	const grace = 500 * time.Millisecond
+	start := time.Now()
 	done := make(chan struct{})
-	go func() { ts.shutdown(t, 10*time.Second); close(done) }()
+	go func() { ts.shutdown(t, grace); close(done) }()
 
 	rep := slow.recv()
 	if rep == nil || rep.Error() != nil || fmt.Sprint(rep.Fields["rows"]) != "[[300000]]" {
 		t.Fatalf("in-flight request during drain: %v", rep)
 	}
+	// A new client is refused at once, not left waiting in a backlog.
+	dialStart := time.Now()
+	if c, err := net.DialTimeout("unix", ts.socket, 2*time.Second); err == nil {
+		c.Close()
+		t.Fatal("a new client was accepted while draining")
+	}
+	if el := time.Since(dialStart); el > 100*time.Millisecond {
+		t.Fatalf("a new client waited %s to be refused", el)
+	}
 	<-done
-	if _, err := net.Dial("unix", ts.socket); err == nil {
-		t.Fatal("still accepting after shutdown")
+	if el := time.Since(start); el < grace-50*time.Millisecond {
+		t.Fatalf("shutdown took %s: it did not give the open transaction its grace period (%s)", el, grace)
 	}
 	// The open transaction was rolled back: reopen the database and look.
-	b, _ := sqlite.New(tether.DefaultBackendConfig("sqlite", ts.dbPath))
+	if n := sqliteCount(t, ts.dbPath, "s"); n != 0 {
+		t.Fatalf("after shutdown: %d rows, want the transaction rolled back", n)
+	}
+}
+
+// TestServer_ShutdownLetsTransactionsCommit: a transaction open at SIGTERM,
+// with nothing in flight, may still commit within the grace period, and the
+// shutdown does not wait longer than it has to.
+func TestServer_ShutdownLetsTransactionsCommit(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dial(t, ts)
+	c.ok(wire.Request{ID: 1, Op: wire.OpExec, SQL: "CREATE TABLE s (v TEXT)"})
+	tx := toUint(c.ok(wire.Request{ID: 2, Op: wire.OpBegin}).Fields["tx"])
+	c.ok(wire.Request{ID: 3, Op: wire.OpExec, Tx: tx, SQL: "INSERT INTO s VALUES ('committed while draining')"})
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { ts.shutdown(t, 10*time.Second); close(done) }()
+	time.Sleep(100 * time.Millisecond)
+	if rep := c.do(wire.Request{ID: 4, Op: wire.OpBegin}); rep.Error() == nil {
+		t.Fatal("a new transaction began while draining")
+	}
+	c.ok(wire.Request{ID: 5, Op: wire.OpCommit, Tx: tx})
+	<-done
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("shutdown took %s after the last transaction committed", el)
+	}
+	if n := sqliteCount(t, ts.dbPath, "s"); n != 1 {
+		t.Fatalf("after shutdown: %d rows, want the commit kept", n)
+	}
+}
+
+func sqliteCount(t *testing.T, path, table string) int64 {
+	t.Helper()
+	b, _ := sqlite.New(tether.DefaultBackendConfig("sqlite", path))
 	if err := b.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
-	r, err := b.Query(context.Background(), tether.Statement{SQL: "SELECT COUNT(*) FROM s"})
-	if err != nil || r.Rows[0][0] != int64(0) {
-		t.Fatalf("after shutdown: %v %v", r, err)
+	r, err := b.Query(context.Background(), tether.Statement{SQL: "SELECT COUNT(*) FROM " + table})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r.Rows[0][0].(int64)
 }
 
 func TestServer_KeyAPI(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,7 +60,17 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stdout, "config ok")
 		return nil
 	}
-	log := newLogger(m.Stderr, cfg.Log)
+	logOut := io.Writer(m.Stderr)
+	var logFile *reopenFile
+	if cfg.Log.File != "" {
+		f, err := openLogFile(cfg.Log.File)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logFile, logOut = f, f
+	}
+	log := newLogger(logOut, cfg.Log)
 	slog.SetDefault(log) // backends log through it too
 	if *configPath == "" {
 		log.Info("no -config given: running the embedded default", "sqlite", tether.DefaultSQLitePath, "socket", cfg.Server.AbsSocket())
@@ -88,17 +99,32 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	sigs := m.Signals
 	if sigs == nil {
 		sigs = make(chan os.Signal, 2)
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		defer signal.Stop(sigs)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case sig := <-sigs:
-		log.Info("shutting down", "signal", sig.String(), "grace", cfg.Server.ShutdownGrace)
+wait:
+	for {
+		select {
+		case err := <-served:
+			return fmt.Errorf("serve: %w", err)
+		case sig := <-sigs:
+			if sig != syscall.SIGHUP {
+				log.Info("shutting down", "signal", sig.String(), "grace", cfg.Server.ShutdownGrace)
+				break wait
+			}
+			// SIGHUP must not stop tetherd (Go's default): it reopens the log
+			// file, for logrotate. Reloading the config comes later.
+			if logFile != nil {
+				if err := logFile.Reopen(); err != nil {
+					log.Error("SIGHUP: reopen the log file", "file", cfg.Log.File, "err", err)
+					continue
+				}
+			}
+			log.Info("SIGHUP: log reopened; the config is not reloaded (restart tetherd to change it)", "file", cfg.Log.File)
+		}
 	}
 	grace := time.Duration(cfg.Server.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -108,7 +134,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	select {
 	case err := <-done:
 		if cfg.Server.Socket != "" {
-			os.Remove(cfg.Server.Socket)
+			removeSocket(cfg.Server.Socket)
 		}
 		if err != nil {
 			return err
@@ -116,6 +142,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		log.Info("stopped")
 		return nil
 	case sig := <-sigs:
+		// Exit at once, but leave no socket file behind.
+		if cfg.Server.Socket != "" {
+			removeSocket(cfg.Server.Socket)
+		}
 		return errors.New("second signal (" + sig.String() + "): exiting at once")
 	}
 }
@@ -140,4 +170,56 @@ func dirOf(path string) string {
 		}
 	}
 	return "."
+}
+
+// removeSocket removes path if it is a socket (never another kind of file).
+func removeSocket(path string) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(path)
+	}
+}
+
+// reopenFile is an append-only log file that SIGHUP reopens (logrotate moves
+// the old one away first).
+type reopenFile struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+}
+
+func openLogFile(path string) (*reopenFile, error) {
+	r := &reopenFile{path: path}
+	if err := r.Reopen(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reopen opens the path anew and closes the file it replaces.
+func (r *reopenFile) Reopen() error {
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("open log file: %w", err)
+	}
+	r.mu.Lock()
+	old := r.f
+	r.f = f
+	r.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+func (r *reopenFile) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.f.Write(p)
+}
+
+// Close closes the file.
+func (r *reopenFile) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.f.Close()
 }

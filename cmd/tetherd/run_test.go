@@ -141,7 +141,7 @@ const slowSQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c 
 
 func TestMain_Signals(t *testing.T) {
 	t.Run("DrainThenExit", func(t *testing.T) {
-		m, done, sock := start(t, "-config", writeConfig(t, t.TempDir(), ""))
+		m, done, sock := start(t, "-config", writeConfig(t, t.TempDir(), `shutdown_grace = "300ms"`))
 		c, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)
@@ -160,6 +160,44 @@ func TestMain_Signals(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("did not exit after SIGTERM with an idle transaction open")
 		}
+		if _, err := os.Lstat(sock); err == nil {
+			t.Fatal("the socket file is left behind")
+		}
+	})
+	t.Run("SIGHUPKeepsServingAndReopensTheLog", func(t *testing.T) {
+		dir := t.TempDir()
+		logPath := filepath.Join(dir, "tetherd.log")
+		cfg := writeConfig(t, dir, "")
+		b, _ := os.ReadFile(cfg)
+		os.WriteFile(cfg, []byte(strings.Replace(string(b), `level = "warn"`, `level = "info"`+"\nfile = \""+logPath+"\"", 1)), 0o644)
+		m, done, sock := start(t, "-config", cfg)
+		os.Rename(logPath, logPath+".1") // what logrotate does before it signals
+		m.Signals <- syscall.SIGHUP
+		var text []byte
+		for i := 0; i < 100; i++ {
+			if text, _ = os.ReadFile(logPath); strings.Contains(string(text), "SIGHUP") {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.Contains(string(text), "log reopened") {
+			t.Fatalf("no SIGHUP line in the reopened log: %q", text)
+		}
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatalf("not serving after SIGHUP: %v", err)
+		}
+		defer c.Close()
+		if rep := roundTrip(t, c, wire.Request{ID: 1, Op: wire.OpPing}); rep.Error() != nil {
+			t.Fatal(rep.Error())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("SIGHUP stopped tetherd: %v", err)
+		default:
+		}
+		m.Signals <- syscall.SIGTERM
+		<-done
 	})
 	t.Run("SecondSignalExitsAtOnce", func(t *testing.T) {
 		m, done, sock := start(t, "-config", writeConfig(t, t.TempDir(), `shutdown_grace = "1m"`))
@@ -186,6 +224,9 @@ func TestMain_Signals(t *testing.T) {
 			}
 			if el := time.Since(start); el > 2*time.Second {
 				t.Fatalf("second signal took %s", el)
+			}
+			if _, err := os.Lstat(sock); err == nil {
+				t.Fatal("the socket file is left behind after a second signal")
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("second signal did not exit")

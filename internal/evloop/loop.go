@@ -187,13 +187,25 @@ func (l *Loop) addListener(ln net.Listener) error {
 	return nil
 }
 
-// StopAccepting removes the listeners, so that no new connection is accepted,
-// while established connections go on being served. Safe from any goroutine.
+// StopAccepting closes the listeners (a Unix socket's path is removed), so
+// that a new client is refused at once instead of waiting in the backlog of
+// a socket nobody accepts from, while established connections go on being
+// served. It waits for the loop to do it: call it from another goroutine,
+// with Run started.
 func (l *Loop) StopAccepting() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for fd := range l.listeners {
-		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	done := make(chan struct{})
+	l.Post(func() {
+		for fd, ln := range l.listeners {
+			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+			ln.f.Close()
+			ln.ln.Close()
+			delete(l.listeners, fd)
+		}
+		close(done)
+	})
+	select {
+	case <-done:
+	case <-l.done:
 	}
 }
 
