@@ -47,6 +47,20 @@ func (s *Server) OnClose(c *evloop.Conn) {
 	}
 }
 
+// OnAcceptError implements evloop.AcceptErrorHandler: accepting failed for
+// want of descriptors or memory, and the listener rests. It is logged once,
+// then at most once a minute with how often it happened meanwhile.
+func (s *Server) OnAcceptError(err error, pause time.Duration) {
+	s.acceptErrs++
+	now := time.Now()
+	if now.Sub(s.acceptLogged) < time.Minute {
+		return
+	}
+	s.log.Error("accept failed: new clients wait in the backlog; accepting again after a pause",
+		"err", err, "pause", pause, "times", s.acceptErrs, "hint", "raise the descriptor limit (LimitNOFILE) or lower server.max_client_conns")
+	s.acceptLogged, s.acceptErrs = now, 0
+}
+
 // OnData implements evloop.Handler: it serves every whole frame in in.
 func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 	ss := c.Context.(*session)

@@ -40,8 +40,11 @@ type Server struct {
 	loopBuf  []byte   // reply scratch of the event loop goroutine
 
 	freeCalls []*sqlCall // loop SQL calls for reuse; loop goroutine only
-	draining  atomic.Bool
-	nextTx    atomic.Uint64
+
+	acceptErrs   int       // accepts failed since last logged; loop goroutine only
+	acceptLogged time.Time // when they were last logged
+	draining     atomic.Bool
+	nextTx       atomic.Uint64
 
 	txMu sync.Mutex
 	txs  map[uint64]*txState // every open transaction, for the idle reaper

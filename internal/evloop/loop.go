@@ -38,6 +38,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -367,10 +368,19 @@ func (l *Loop) flush() {
 func (l *Loop) accept(ln *listener) {
 	for {
 		nfd, _, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		if err != nil {
-			// EAGAIN: drained. Anything else (EMFILE, ECONNABORTED) is retried
-			// on the next readiness event.
+		switch err {
+		case nil:
+		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+			// Out of descriptors or memory: the listener stays readable, and
+			// polling it again at once would spin. Pause it, and tell.
+			l.pauseListener(ln, err)
 			return
+		default:
+			// EAGAIN: drained; ECONNABORTED and the like: the next one.
+			if err == unix.EAGAIN || err == unix.EINTR {
+				return
+			}
+			continue
 		}
 		if ln.tcp {
 			unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
@@ -416,6 +426,31 @@ func (l *Loop) read(c *Conn, buf []byte) {
 	default:
 		c.in = append(c.in[:0], rest...)
 	}
+}
+
+// acceptPause is how long a listener rests after accept failed for want of
+// descriptors or memory.
+const acceptPause = 100 * time.Millisecond
+
+// AcceptErrorHandler is implemented by a Handler that wants to hear of
+// accepts failing for want of resources (to log them, say); the loop pauses
+// the listener for acceptPause each time.
+type AcceptErrorHandler interface {
+	OnAcceptError(err error, pause time.Duration)
+}
+
+func (l *Loop) pauseListener(ln *listener, err error) {
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
+	if h, ok := l.handler.(AcceptErrorHandler); ok {
+		h.OnAcceptError(err, acceptPause)
+	}
+	time.AfterFunc(acceptPause, func() {
+		l.Post(func() {
+			if l.listeners[ln.fd] == ln { // not closed meanwhile
+				unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(ln.fd)})
+			}
+		})
+	})
 }
 
 func (l *Loop) closeConn(c *Conn) {
