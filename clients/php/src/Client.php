@@ -133,7 +133,7 @@ final class Client
     public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): array
     {
         return Reply::rows($this->connection->request(
-            Request::query($sql, $params, $backend ?? $this->backend, null, $timeoutMs),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('query');
@@ -147,13 +147,13 @@ final class Client
      */
     public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ?array
     {
-        $rows = Reply::rows($this->connection->request(
-            Request::query($sql, $params, $backend ?? $this->backend, null, $timeoutMs),
+        $row = Reply::first($this->connection->request(
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs),
             $this->timeout,
             $this->maxFrameBytes,
-        ), 1) ?? throw $this->connection->malformedReply('query');
+        ));
 
-        return $rows[0] ?? null;
+        return $row !== false ? $row : throw $this->connection->malformedReply('query');
     }
 
     /**
@@ -167,7 +167,7 @@ final class Client
     public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ColumnarResult
     {
         return Reply::columns($this->connection->request(
-            Request::query($sql, $params, $backend ?? $this->backend, null, $timeoutMs, true),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('query');
@@ -182,7 +182,7 @@ final class Client
     public function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ExecResult
     {
         return Reply::exec($this->connection->request(
-            Request::exec($sql, $params, $backend ?? $this->backend, null, $timeoutMs),
+            Request::statement('exec', $sql, $params, $backend ?? $this->backend, null, $timeoutMs),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('exec');
@@ -227,13 +227,13 @@ final class Client
      */
     public function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): ?array
     {
-        $rows = Reply::rows($this->connection->request(
+        $row = Reply::first($this->connection->request(
             Request::get($table, $key, $columns, $backend ?? $this->backend, $timeoutMs),
             $this->timeout,
             $this->maxFrameBytes,
-        ), 1) ?? throw $this->connection->malformedReply('get');
+        ));
 
-        return $rows[0] ?? null;
+        return $row !== false ? $row : throw $this->connection->malformedReply('get');
     }
 
     /**
@@ -580,7 +580,7 @@ final class Client
     public function join(Operation $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): ColumnarResult
     {
         return Reply::columns($this->connection->request(
-            Request::join($this->withBackend($left)->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs),
+            Request::join($this->withBackend($left), $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('join');
@@ -639,11 +639,12 @@ final class Client
             return new PendingBatch(null, 0, 0, [], []);
         }
         $maps = [];
+        $backend = $this->backend;
         foreach ($ops as $key => $op) {
             if (!$op instanceof Operation) {
                 throw new LogicException(\sprintf('batch operation %s: want a %s, got %s', $key, Operation::class, \get_debug_type($op)));
             }
-            $maps[] = $this->withBackend($op)->request;
+            $maps[] = $backend === null ? $op->request : $this->withBackend($op);
         }
         $id = $this->connection->submit(Request::batch($maps, $timeoutMs), $this->timeout, $this->maxFrameBytes);
 
@@ -660,21 +661,21 @@ final class Client
     }
 
     /**
-     * withBackend returns $op with the client's default backend where it names none: on the operation itself, or
-     * for a join on its left and right sides. A ping has no backend and an http op always names its upstream.
+     * withBackend returns the request map of $op with the client's default backend where it names none: on the
+     * operation itself, or for a join on its left and right sides. A ping has no backend and an http op always
+     * names its upstream.
+     *
+     * @return array<string, mixed>
      */
-    private function withBackend(Operation $op): Operation
+    private function withBackend(Operation $op): array
     {
         $backend = $this->backend;
-        if ($backend === null || $op->op === 'ping' || $op->op === 'http') {
-            return $op;
-        }
         $request = $op->request;
-        if ($op->op !== 'join') {
-            return isset($request['backend']) ? $op : $op->with(self::withBackendKey($request, $backend));
+        if ($backend === null || $op->op === 'ping' || $op->op === 'http') {
+            return $request;
         }
-        if (isset($request['left']['backend'], $request['right']['backend'])) {
-            return $op;
+        if ($op->op !== 'join') {
+            return isset($request['backend']) ? $request : self::withBackendKey($request, $backend);
         }
         foreach (['left', 'right'] as $side) {
             if (!isset($request[$side]['backend'])) {
@@ -682,7 +683,7 @@ final class Client
             }
         }
 
-        return $op->with($request);
+        return $request;
     }
 
     /**

@@ -56,7 +56,7 @@ final class Transaction
      */
     public function query(string $sql, array $params = [], ?int $timeoutMs = null): array
     {
-        return Reply::rows($this->send(Request::query($sql, $params, null, $this->handle, $timeoutMs)))
+        return Reply::rows($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs)))
             ?? throw $this->connection->malformedReply('query');
     }
 
@@ -69,10 +69,9 @@ final class Transaction
      */
     public function queryOne(string $sql, array $params = [], ?int $timeoutMs = null): ?array
     {
-        $rows = Reply::rows($this->send(Request::query($sql, $params, null, $this->handle, $timeoutMs)), 1)
-            ?? throw $this->connection->malformedReply('query');
+        $row = Reply::first($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs)));
 
-        return $rows[0] ?? null;
+        return $row !== false ? $row : throw $this->connection->malformedReply('query');
     }
 
     /**
@@ -82,7 +81,7 @@ final class Transaction
      */
     public function execute(string $sql, array $params = [], ?int $timeoutMs = null): ExecResult
     {
-        return Reply::exec($this->send(Request::exec($sql, $params, null, $this->handle, $timeoutMs)))
+        return Reply::exec($this->send(Request::statement('exec', $sql, $params, null, $this->handle, $timeoutMs)))
             ?? throw $this->connection->malformedReply('exec');
     }
 

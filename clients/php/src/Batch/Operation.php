@@ -18,15 +18,20 @@ use Tether\Protocol\Request;
  */
 final class Operation
 {
+    /** @var array<string, mixed> the request map without `id`, as it goes into the batch's `ops` */
+    public readonly array $request;
+
     /**
      * @param string $op the protocol op: query, exec, ping, get, multi_get, scan, put, delete, read_rows,
      *                   mutate_row, increment, check_and_mutate, http or join
-     * @param array<string, mixed> $request the request map without `id`, as it goes into the batch's `ops`
+     * @param array<string, mixed> $request a map from Request; its `id` placeholder is dropped
      */
     private function __construct(
         public readonly string $op,
-        public readonly array $request,
+        array $request,
     ) {
+        unset($request['id']);
+        $this->request = $request;
     }
 
     /**
@@ -36,7 +41,7 @@ final class Operation
      */
     public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('query', Request::query($sql, $params, $backend, null, $timeoutMs));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs));
     }
 
     /**
@@ -47,7 +52,7 @@ final class Operation
      */
     public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('query', Request::query($sql, $params, $backend, null, $timeoutMs, true));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true));
     }
 
     /**
@@ -57,13 +62,13 @@ final class Operation
      */
     public static function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('exec', Request::exec($sql, $params, $backend, null, $timeoutMs));
+        return new self('exec', Request::statement('exec', $sql, $params, $backend, null, $timeoutMs));
     }
 
     /** ping is answered by tetherd itself; its batch result is true. */
     public static function ping(?int $timeoutMs = null): self
     {
-        return self::withoutId('ping', Request::ping($timeoutMs));
+        return new self('ping', Request::ping($timeoutMs));
     }
 
     /**
@@ -74,7 +79,7 @@ final class Operation
      */
     public static function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('get', Request::get($table, $key, $columns, $backend, $timeoutMs));
+        return new self('get', Request::get($table, $key, $columns, $backend, $timeoutMs));
     }
 
     /**
@@ -86,7 +91,7 @@ final class Operation
      */
     public static function multiGet(string $table, array $keys, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('multi_get', Request::multiGet($table, $keys, $columns, $backend, $timeoutMs));
+        return new self('multi_get', Request::multiGet($table, $keys, $columns, $backend, $timeoutMs));
     }
 
     /**
@@ -99,7 +104,7 @@ final class Operation
      */
     public static function scan(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs));
+        return new self('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs));
     }
 
     /**
@@ -113,7 +118,7 @@ final class Operation
      */
     public static function scanColumns(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs, true));
+        return new self('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs, true));
     }
 
     /**
@@ -128,7 +133,7 @@ final class Operation
             throw new LogicException('put needs a row with at least its key columns');
         }
 
-        return self::withoutId('put', Request::put($table, $row, $backend, $timeoutMs));
+        return new self('put', Request::put($table, $row, $backend, $timeoutMs));
     }
 
     /**
@@ -138,7 +143,7 @@ final class Operation
      */
     public static function delete(string $table, mixed $key, ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('delete', Request::delete($table, $key, $backend, $timeoutMs));
+        return new self('delete', Request::delete($table, $key, $backend, $timeoutMs));
     }
 
     /**
@@ -151,7 +156,7 @@ final class Operation
      */
     public static function readRows(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('read_rows', Request::readRows($table, $options, $backend, $timeoutMs));
+        return new self('read_rows', Request::readRows($table, $options, $backend, $timeoutMs));
     }
 
     /**
@@ -165,7 +170,7 @@ final class Operation
      */
     public static function readRowsColumns(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('read_rows', Request::readRows($table, $options, $backend, $timeoutMs, true));
+        return new self('read_rows', Request::readRows($table, $options, $backend, $timeoutMs, true));
     }
 
     /**
@@ -176,13 +181,13 @@ final class Operation
      */
     public static function mutateRow(string $table, string $key, array $mutations, ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('mutate_row', Request::mutateRow($table, $key, $mutations, $backend, $timeoutMs));
+        return new self('mutate_row', Request::mutateRow($table, $key, $mutations, $backend, $timeoutMs));
     }
 
     /** increment adds to a Bigtable counter cell (Client::increment()); its batch result is the new value. */
     public static function increment(string $table, string $key, string $family, string $qualifier, int $delta = 1, ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('increment', Request::increment($table, $key, $family, $qualifier, $delta, $backend, $timeoutMs));
+        return new self('increment', Request::increment($table, $key, $family, $qualifier, $delta, $backend, $timeoutMs));
     }
 
     /**
@@ -195,7 +200,7 @@ final class Operation
      */
     public static function checkAndMutate(string $table, string $key, string $family, ?string $qualifier, ?string $value, array $ifTrue, array $ifFalse = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('check_and_mutate', Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend, $timeoutMs));
+        return new self('check_and_mutate', Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend, $timeoutMs));
     }
 
     /**
@@ -207,7 +212,7 @@ final class Operation
      */
     public static function http(string $upstream, string $method, string $path, array $headers = [], ?string $body = null, ?int $timeoutMs = null): self
     {
-        return self::withoutId('http', Request::http($upstream, $method, $path, $headers, $body, $timeoutMs));
+        return new self('http', Request::http($upstream, $method, $path, $headers, $body, $timeoutMs));
     }
 
     /**
@@ -221,13 +226,13 @@ final class Operation
      */
     public static function join(self $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): self
     {
-        return self::withoutId('join', Request::join($left->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs));
+        return new self('join', Request::join($left->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs));
     }
 
     /**
      * with returns an operation of the same op with request map $request.
      *
-     * @internal for Client, which fills in its default backend
+     * @internal
      * @param array<string, mixed> $request
      */
     public function with(array $request): self
@@ -239,13 +244,5 @@ final class Operation
     public function isColumnar(): bool
     {
         return $this->op === 'join' || ($this->request['columnar'] ?? false) === true;
-    }
-
-    /** @param array<string, mixed> $request */
-    private static function withoutId(string $op, array $request): self
-    {
-        unset($request['id']);
-
-        return new self($op, $request);
     }
 }

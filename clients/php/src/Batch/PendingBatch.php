@@ -115,39 +115,26 @@ final class PendingBatch
                 $out[$key] = ServerException::fromError((array) $item['error']);
                 continue;
             }
-            $out[$key] = self::result($op, $item) ?? throw $this->connection->malformedReply('batch');
+            // What the operation's Client method returns (get: its rows, of which it takes the first; methods that
+            // return nothing: true); null for a malformed reply.
+            $out[$key] = ($op->isColumnar() ? Reply::columns($item) : match ($op->op) {
+                'query' => Reply::rows($item),
+                'exec' => Reply::exec($item),
+                'get' => Reply::rows($item, 1),
+                'multi_get' => Reply::sparseRows($item, \count($op->request['keys'])),
+                'scan', 'read_rows' => Reply::page($item),
+                'delete' => Reply::affected($item),
+                'put', 'mutate_row' => Reply::affected($item) === null ? null : true,
+                'check_and_mutate' => ($affected = Reply::affected($item)) === null ? null : $affected > 0,
+                'increment' => Reply::counter($item),
+                'http' => Reply::http($item),
+                default => true,
+            }) ?? throw $this->connection->malformedReply('batch');
             if ($op->op === 'get') {
                 $out[$key] = $out[$key][0] ?? null;
             }
         }
 
         return $out;
-    }
-
-    /**
-     * result maps an operation's successful reply to what the operation's Client method returns (get: its rows, of
-     * which results() takes the first; methods returning nothing: true), or null when malformed.
-     *
-     * @param array<mixed> $item
-     */
-    private static function result(Operation $op, array $item): mixed
-    {
-        if ($op->isColumnar()) {
-            return Reply::columns($item);
-        }
-
-        return match ($op->op) {
-            'query' => Reply::rows($item),
-            'exec' => Reply::exec($item),
-            'get' => Reply::rows($item, 1),
-            'multi_get' => Reply::sparseRows($item, \count($op->request['keys'])),
-            'scan', 'read_rows' => Reply::page($item),
-            'delete' => Reply::affected($item),
-            'put', 'mutate_row' => Reply::affected($item) === null ? null : true,
-            'check_and_mutate' => ($affected = Reply::affected($item)) === null ? null : $affected > 0,
-            'increment' => Reply::counter($item),
-            'http' => Reply::http($item),
-            default => true,
-        };
     }
 }

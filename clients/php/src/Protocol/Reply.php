@@ -32,12 +32,13 @@ final class Reply
         if (!\is_array($columns) || !\is_array($rows)) {
             return null;
         }
+        if ($limit < \count($rows)) {
+            // cut before the loop, which then costs no check per row
+            $rows = \array_slice($rows, 0, $limit);
+        }
         $result = [];
         try {
             foreach ($rows as $row) {
-                if ($limit-- === 0) {
-                    break;
-                }
                 $result[] = \array_combine($columns, $row);
             }
         } catch (\TypeError|\ValueError) {
@@ -46,6 +47,31 @@ final class Reply
         }
 
         return $result;
+    }
+
+    /**
+     * first turns the first row of a `query` or `get` reply {columns, rows} into an associative row, as rows()
+     * would, without building the list: null when there is no row, false when the reply is malformed.
+     *
+     * @param array<mixed> $reply
+     * @return array<string, mixed>|false|null
+     */
+    public static function first(array $reply): array|false|null
+    {
+        $columns = $reply['columns'] ?? null;
+        $rows = $reply['rows'] ?? null;
+        if (!\is_array($columns) || !\is_array($rows)) {
+            return false;
+        }
+        try {
+            foreach ($rows as $row) {
+                return \array_combine($columns, $row);
+            }
+        } catch (\TypeError|\ValueError) {
+            return false;
+        }
+
+        return null;
     }
 
     /**
@@ -160,7 +186,7 @@ final class Reply
      */
     public static function counter(array $reply): ?int
     {
-        $value = self::rows($reply, 1)[0]['value'] ?? null;
+        $value = self::first($reply)['value'] ?? null;
 
         return \is_int($value) ? $value : null;
     }

@@ -53,12 +53,7 @@ final class Request
      */
     public static function query(string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false): array
     {
-        $request = self::statement('query', $sql, $params, $backend, $tx, $timeoutMs);
-        if ($columnar) {
-            $request['columnar'] = true;
-        }
-
-        return $request;
+        return self::statement('query', $sql, $params, $backend, $tx, $timeoutMs, $columnar);
     }
 
     /**
@@ -70,6 +65,39 @@ final class Request
     public static function exec(string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null): array
     {
         return self::statement('exec', $sql, $params, $backend, $tx, $timeoutMs);
+    }
+
+    /**
+     * statement builds a `query` or `exec` request; query() and exec() call it, and so do the client's per-call
+     * paths, one call layer shorter.
+     *
+     * @param string $op `query` or `exec`
+     * @param array<mixed> $params positional parameters; keys are ignored
+     * @param bool $columnar ask for the reply in column-oriented form (query only)
+     * @return array<string, mixed>
+     */
+    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false): array
+    {
+        $request = ['id' => 0, 'op' => $op];
+        if ($backend !== null) {
+            $request['backend'] = $backend;
+        }
+        $request['sql'] = $sql;
+        if ($params !== []) {
+            // array_values returns a list as is, without copying it.
+            $request['params'] = \array_values($params);
+        }
+        if ($tx !== null) {
+            $request['tx'] = $tx;
+        }
+        if ($timeoutMs !== null) {
+            $request['timeout_ms'] = $timeoutMs;
+        }
+        if ($columnar) {
+            $request['columnar'] = true;
+        }
+
+        return $request;
     }
 
     /** @return array<string, mixed> */
@@ -531,31 +559,6 @@ final class Request
         }
 
         return $maps;
-    }
-
-    /**
-     * @param array<mixed> $params
-     * @return array<string, mixed>
-     */
-    private static function statement(string $op, string $sql, array $params, ?string $backend, ?int $tx, ?int $timeoutMs): array
-    {
-        $request = ['id' => 0, 'op' => $op];
-        if ($backend !== null) {
-            $request['backend'] = $backend;
-        }
-        $request['sql'] = $sql;
-        if ($params !== []) {
-            // array_values returns a list as is, without copying it.
-            $request['params'] = \array_values($params);
-        }
-        if ($tx !== null) {
-            $request['tx'] = $tx;
-        }
-        if ($timeoutMs !== null) {
-            $request['timeout_ms'] = $timeoutMs;
-        }
-
-        return $request;
     }
 
     /** @return array<string, mixed> */

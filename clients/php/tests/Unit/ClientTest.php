@@ -31,6 +31,22 @@ final class ClientTest extends FakeServerTestCase
         self::assertSame("\x82\xa2id\x01\xa2op\xa4ping", $requests[0]['raw']);
     }
 
+    public function testRequestsArePlainMessagePackAndLeaveTheCallersMapsAlone(): void
+    {
+        $server = $this->serve([[['recv'], ['reply', ['columns' => ['x'], 'rows' => []]], ['recv'], ['reply', ['results' => array_fill(0, 2, ['columns' => ['x'], 'rows' => [[1], null]])]]]]);
+        $client = $this->client($server);
+        $n = 7;
+        $params = [&$n, -1, 1 << 40, 1.5, true, null, "b\x00\xff", str_repeat('s', 300)];
+        $client->query('SELECT ?', $params);
+        $op = Operation::multiGet('t', [[1, 'a'], [1, 'a']], ['x']);
+        $client->batch([$op, $op]);
+
+        $requests = $server->requests();
+        self::assertSame(msgpack_pack(['id' => 1, 'op' => 'query', 'sql' => 'SELECT ?', 'params' => [7, -1, 1 << 40, 1.5, true, null, "b\x00\xff", str_repeat('s', 300)]]), $requests[0]['raw']);
+        self::assertSame(msgpack_pack(['id' => 2, 'op' => 'batch', 'ops' => [$op->request, $op->request]]), $requests[1]['raw'], 'a map used twice is sent twice, as it is');
+        self::assertSame(['op' => 'multi_get', 'table' => 't', 'keys' => [[1, 'a'], [1, 'a']], 'columns' => ['x']], $op->request, 'no id written into the operation');
+    }
+
     public function testIdsIncrementOnOneConnection(): void
     {
         $server = $this->serve([[['recv'], ['reply', []], ['recv'], ['reply', []], ['recv'], ['reply', []]]]);

@@ -25,6 +25,18 @@ final class ReplyTest extends TestCase
         self::assertSame([['a' => 1]], Reply::rows(['columns' => ['a'], 'rows' => [[1], [2], [3]]], 1));
     }
 
+    public function testFirstIsTheFirstRowOrNull(): void
+    {
+        self::assertSame(['a' => 1, 'b' => 'x'], Reply::first(['columns' => ['a', 'b'], 'rows' => [[1, 'x'], [2, 'y']]]));
+        self::assertNull(Reply::first(['columns' => ['a'], 'rows' => []]));
+    }
+
+    /** @dataProvider malformedQueryReplies */
+    public function testFirstOfAMalformedQueryReplyIsFalse(array $reply): void
+    {
+        self::assertFalse(Reply::first($reply));
+    }
+
     public function testDuplicateColumnNamesKeepTheLastValue(): void
     {
         self::assertSame([['id' => 2]], Reply::rows(['columns' => ['id', 'id'], 'rows' => [[1, 2]]]));
