@@ -46,7 +46,10 @@ type loopDB struct {
 func loopDBs(t *testing.T) []*loopDB {
 	var dbs []*loopDB
 	for _, typ := range []string{"mysql", "postgres"} {
-		key := map[string]string{"mysql": "TETHER_TEST_MYSQL_DSN", "postgres": "TETHER_TEST_POSTGRES_DSN"}[typ]
+		// A database user of their own (scripts/lib/databases.sh), so that
+		// the sessions counted on the server are this package's tetherd's,
+		// not those of another package's tests running at the same time.
+		key := map[string]string{"mysql": "TETHER_TEST_MYSQL_POOL_DSN", "postgres": "TETHER_TEST_POSTGRES_POOL_DSN"}[typ]
 		if os.Getenv(key) == "" && os.Getenv("TETHER_REQUIRE_BACKENDS") == "" {
 			continue
 		}
@@ -60,7 +63,9 @@ func loopDBs(t *testing.T) []*loopDB {
 			}
 			d.running = func(ctx context.Context, marker string) (int, error) {
 				var n int
-				err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()", "%"+marker+"%").Scan(&n)
+				// A session shows its statement a moment after it answered;
+				// one in SLEEP() shows 'User sleep' only while it sleeps.
+				err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID() AND (STATE = 'User sleep' OR INFO NOT LIKE '%SLEEP(%')", "%"+marker+"%").Scan(&n)
 				return n, err
 			}
 			d.sleep = func(s float64, marker string) string {
@@ -74,7 +79,9 @@ func loopDBs(t *testing.T) []*loopDB {
 			}
 			d.running = func(ctx context.Context, marker string) (int, error) {
 				var n int
-				err := d.watch.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()", "%"+marker+"%").Scan(&n)
+				// A backend shows 'active' a moment after it answered; one
+				// in pg_sleep shows its wait event only while it sleeps.
+				err := d.watch.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid() AND (wait_event = 'PgSleep' OR query NOT LIKE '%pg_sleep%')", "%"+marker+"%").Scan(&n)
 				return n, err
 			}
 			d.sleep = func(s float64, marker string) string {
@@ -114,6 +121,12 @@ func ids(ctx context.Context, db *sql.DB, q string) ([]int64, error) {
 // since (other clients of the server may hold some).
 func (d *loopDB) start(t *testing.T, tweak func(*tether.BackendConfig)) *testServer {
 	t.Helper()
+	return d.startWith(t, tweak, nil)
+}
+
+// startWith is start with the server's config tweaked too.
+func (d *loopDB) startWith(t *testing.T, tweak func(*tether.BackendConfig), server func(*tether.Config)) *testServer {
+	t.Helper()
 	others, err := d.sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +159,9 @@ func (d *loopDB) start(t *testing.T, tweak func(*tether.BackendConfig)) *testSer
 	return startServerWith(t, func(c *tether.Config) {
 		c.Backends["db"] = bc
 		c.Server.DefaultTimeout = tether.Duration(30 * time.Second)
+		if server != nil {
+			server(c)
+		}
 	}, map[string]tether.Backend{"db": b})
 }
 

@@ -17,7 +17,9 @@
 #                        stopped only if its pid file is in DIR and its working directory is the data dir in DIR.
 #
 # Each start creates database $TETHER_DB_NAME owned by (PostgreSQL) or fully granted to (MariaDB) the user
-# $TETHER_DB_USER with password $TETHER_DB_PASSWORD, reachable on the Unix socket and on 127.0.0.1.
+# $TETHER_DB_USER with password $TETHER_DB_PASSWORD, reachable on the Unix socket and on 127.0.0.1, and a second user
+# ${TETHER_DB_USER}_pool with the same password and rights (MARIADB_POOL_DSN, PG_POOL_DSN, over the Unix socket): the
+# tests that count a tetherd's sessions on the server run it as that user, apart from every other test.
 #
 # The servers are tuned for tests, not durability (PostgreSQL fsync=off, MariaDB flushes its log once a second).
 #
@@ -120,9 +122,12 @@ CREATE USER '$u'@'localhost' IDENTIFIED BY '$p';
 CREATE USER '$u'@'%' IDENTIFIED BY '$p';
 GRANT ALL PRIVILEGES ON \`$db\`.* TO '$u'@'localhost';
 GRANT ALL PRIVILEGES ON \`$db\`.* TO '$u'@'%';
+CREATE USER '${u}_pool'@'localhost' IDENTIFIED BY '$p';
+GRANT ALL PRIVILEGES ON \`$db\`.* TO '${u}_pool'@'localhost';
 SQL
 	MARIADB_DSN="$u:$p@unix($sock)/$db"
-	export MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN
+	MARIADB_POOL_DSN="${u}_pool:$p@unix($sock)/$db"
+	export MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN MARIADB_POOL_DSN
 	log "mariadb: ready in $(since "$t0")s (pid $MARIADB_PID, init+start+grants)"
 }
 
@@ -238,9 +243,11 @@ EOF2
 	local u=$TETHER_DB_USER p=$TETHER_DB_PASSWORD db=$TETHER_DB_NAME
 	"$psql" -X -q -v ON_ERROR_STOP=1 -h "$sockdir" -p "$port" -U postgres -d postgres \
 		-c "CREATE ROLE \"$u\" LOGIN PASSWORD '$p'" \
-		-c "CREATE DATABASE \"$db\" OWNER \"$u\"" || die "postgres: creating $db and $u failed"
+		-c "CREATE DATABASE \"$db\" OWNER \"$u\"" \
+		-c "CREATE ROLE \"${u}_pool\" LOGIN PASSWORD '$p' IN ROLE \"$u\"" || die "postgres: creating $db and $u failed"
 	PG_DSN="host=$sockdir port=$port user=$u password=$p dbname=$db sslmode=disable"
-	export PG_PID PG_DIR PG_DATADIR PG_SOCKET_DIR PG_PORT PG_DSN
+	PG_POOL_DSN="host=$sockdir port=$port user=${u}_pool password=$p dbname=$db sslmode=disable"
+	export PG_PID PG_DIR PG_DATADIR PG_SOCKET_DIR PG_PORT PG_DSN PG_POOL_DSN
 	log "postgres: ready in $(since "$t0")s (pid $PG_PID, initdb+start+role)"
 }
 
