@@ -36,6 +36,16 @@ type ServerConfig struct {
 	TxIdleTimeout  Duration `toml:"tx_idle_timeout"` // an idle transaction is rolled back after this
 	ShutdownGrace  Duration `toml:"shutdown_grace"`  // how long in-flight requests may finish on SIGTERM
 	DefaultBackend string   `toml:"default_backend"` // backend of requests that name none
+	// Bounds on what clients can make tetherd hold (docs/operations.md,
+	// "Limits"). Each is reported, when it is hit, in an error or a log
+	// line that names it and its value.
+	MaxClientConns       int      `toml:"max_client_conns"`        // client connections at once; more are refused
+	MaxClientRequests    int      `toml:"max_client_requests"`     // requests in flight per client connection; reads pause past it
+	MaxClientTxs         int      `toml:"max_client_txs"`          // transactions open per client connection
+	MaxClientOutputBytes int      `toml:"max_client_output_bytes"` // replies queued for a client that does not read; past it, closed
+	ClientFrameTimeout   Duration `toml:"client_frame_timeout"`    // a frame begun and not finished within it closes the connection
+	ClientIdleTimeout    Duration `toml:"client_idle_timeout"`     // a client with nothing in flight and no transaction, idle this long, is closed; 0: never
+	MaxMemoryBytes       int64    `toml:"max_memory_bytes"`        // the memory budget: past it, the clients holding the most are closed
 	// MaxProcs is how many threads may run Go code at once (GOMAXPROCS); 0
 	// means one per CPU. The default, 1, measured both the least CPU per
 	// request and the lowest latency (docs/benchmarks.md): the event loop and
@@ -104,6 +114,13 @@ func DefaultConfig() Config {
 			ShutdownGrace:  Duration(10 * time.Second),
 			DefaultBackend: "main",
 			MaxProcs:       1,
+
+			MaxClientConns:       2048,
+			MaxClientRequests:    64,
+			MaxClientTxs:         4,
+			MaxClientOutputBytes: 80 << 20,
+			ClientFrameTimeout:   Duration(10 * time.Second),
+			MaxMemoryBytes:       1 << 30,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 		Backends: map[string]BackendConfig{
@@ -225,6 +242,27 @@ func (c *Config) Validate() error {
 	}
 	if s.MaxResultBytes < 1024 {
 		bad("server.max_result_bytes", s.MaxResultBytes, "must be at least 1024")
+	}
+	for field, v := range map[string]int{
+		"server.max_client_conns":    s.MaxClientConns,
+		"server.max_client_requests": s.MaxClientRequests,
+		"server.max_client_txs":      s.MaxClientTxs,
+	} {
+		if v < 1 {
+			bad(field, v, "must be at least 1")
+		}
+	}
+	if s.MaxClientOutputBytes < s.MaxResultBytes {
+		bad("server.max_client_output_bytes", s.MaxClientOutputBytes, "must be at least max_result_bytes (%d): one whole reply must fit", s.MaxResultBytes)
+	}
+	if s.ClientFrameTimeout <= 0 {
+		bad("server.client_frame_timeout", s.ClientFrameTimeout, "must be positive")
+	}
+	if s.ClientIdleTimeout < 0 {
+		bad("server.client_idle_timeout", s.ClientIdleTimeout, "must be 0 (never) or positive")
+	}
+	if s.MaxMemoryBytes < 64<<20 {
+		bad("server.max_memory_bytes", s.MaxMemoryBytes, "must be at least 67108864 (64 MiB)")
 	}
 	for field, d := range map[string]Duration{
 		"server.default_timeout": s.DefaultTimeout,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,13 +23,16 @@ import (
 // OnOpen implements evloop.Handler.
 func (s *Server) OnOpen(c *evloop.Conn, tcp bool) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c.Context = &session{conn: c, tcp: tcp, ctx: ctx, cancel: cancel, txs: map[uint64]*txState{}}
+	ss := &session{conn: c, tcp: tcp, ctx: ctx, cancel: cancel, txs: map[uint64]*txState{}}
+	c.Context = ss
+	s.onOpenLimits(ss)
 }
 
 // OnClose implements evloop.Handler: the client is gone, so its requests are
 // canceled and its open transactions rolled back.
 func (s *Server) OnClose(c *evloop.Conn) {
 	ss := c.Context.(*session)
+	delete(s.sessions, ss)
 	ss.cancel()
 	for name, cl := range ss.clients {
 		if lb, ok := s.backends[name].(loopsql.Backend); ok {
@@ -66,12 +70,22 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 	ss := c.Context.(*session)
 	used := 0
 	for used < len(in) {
+		if ss.pending.Load() >= int32(s.cfg.Server.MaxClientRequests) {
+			// max_client_requests in flight: the rest waits in the socket,
+			// not in tetherd, until replies go out (unpend resumes).
+			c.PauseReading()
+			ss.partialSince = 0
+			return used
+		}
 		limit := s.cfg.Server.MaxFrameBytes
 		if ss.tcp && !ss.authed {
 			limit = preAuthMaxFrame // nothing large is held for a client not yet known
 		}
 		payload, n, _, err := wire.NextFrame(in[used:], limit)
 		if errors.Is(err, wire.ErrIncomplete) {
+			if ss.partialSince == 0 {
+				ss.partialSince = s.clock // client_frame_timeout runs from here
+			}
 			return used
 		}
 		if err != nil {
@@ -84,11 +98,13 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 			return len(in)
 		}
 		used += n
+		ss.lastActive = s.clock
 		if !s.serveFrame(ss, payload) {
 			c.Close()
 			return len(in)
 		}
 	}
+	ss.partialSince = 0
 	return used
 }
 
@@ -209,16 +225,31 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		req := *r
 		deadline := s.deadline(r.TimeoutMS)
 		s.inflight.Add(1)
+		ss.pending.Add(1)
 		s.workers.run(func() {
 			defer s.inflight.Done()
+			defer s.unpend(ss)
 			s.runOp(ss, &req, target{}, deadline)
 		})
 	case wire.OpBegin:
-		if t, lb, ok := s.loopBackend(ss, r); ok {
+		t, e := s.backendFor(r.Backend)
+		if e == nil && s.draining.Load() {
+			e = errShuttingDown()
+		}
+		if e == nil && int(ss.beginning.Load())+ss.openTxs() >= s.cfg.Server.MaxClientTxs {
+			e = &Error{Code: CodeBusy, Retry: true, Message: fmt.Sprintf("%d transactions are open on this connection (server.max_client_txs = %d); end one first",
+				s.cfg.Server.MaxClientTxs, s.cfg.Server.MaxClientTxs)}
+		}
+		if e != nil {
+			s.replyErrorNow(ss, r.ID, e)
+			return true
+		}
+		ss.beginning.Add(1) // until the begin is answered (beginLoop, runBegin)
+		if lb, ok := t.b.(loopsql.Backend); ok {
 			s.beginLoop(ss, r, t, lb)
 			return true
 		}
-		s.spawn(ss, r, s.runBegin)
+		s.onWorker(ss, r, t, s.runBegin)
 	case wire.OpCommit, wire.OpRollback:
 		if r.Tx == 0 {
 			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs tx", r.Op))
@@ -304,11 +335,19 @@ func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Req
 		s.replyErrorNow(ss, r.ID, errShuttingDown())
 		return
 	}
+	s.onWorker(ss, r, b, fn)
+}
+
+// onWorker runs fn on a worker goroutine for a request whose backend is
+// resolved and admitted.
+func (s *Server) onWorker(ss *session, r *wire.Request, b target, fn func(*session, *wire.Request, target, time.Time)) {
 	req := *r // the scratch is reused for the next frame
 	deadline := s.deadline(r.TimeoutMS)
 	s.inflight.Add(1)
+	ss.pending.Add(1)
 	s.workers.run(func() {
 		defer s.inflight.Done()
+		defer s.unpend(ss)
 		fn(ss, &req, b, deadline)
 	})
 }
@@ -403,11 +442,15 @@ func (s *Server) logFailure(r *wire.Request, err error) {
 }
 
 func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time.Time) {
+	// The begin stops counting as beginning before its reply goes out: the
+	// client may begin again as soon as it has it (max_client_txs).
+	fail := func(err error) {
+		ss.beginning.Add(-1)
+		s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: r.ID}, AsError(err)) })
+	}
 	tr, ok := tg.b.(Transactor)
 	if !ok {
-		s.reply(ss, func(buf []byte) []byte {
-			return appendErr(buf, wire.Head{ID: r.ID}, Unsupported(tg.name, tg.typ, "transactions"))
-		})
+		fail(Unsupported(tg.name, tg.typ, "transactions"))
 		return
 	}
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
@@ -416,18 +459,20 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	cancel()
 	if err != nil {
 		s.logFailure(r, err)
-		s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: r.ID}, AsError(err)) })
+		fail(err)
 		return
 	}
 	t := &txState{id: s.nextTx.Add(1), backend: r.Backend, owner: ss, tx: tx, lastUsed: time.Now()}
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
+		ss.beginning.Add(-1)
 		s.rollbackDetached(t, "client disconnected")
 		return
 	}
 	ss.txs[t.id] = t
 	ss.mu.Unlock()
+	ss.beginning.Add(-1)
 	s.txMu.Lock()
 	s.txs[t.id] = t
 	s.txMu.Unlock()
@@ -481,6 +526,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 	b.ctx, b.cancel = context.WithDeadline(ss.ctx, deadline)
 	b.left.Store(int32(len(r.Ops)) + 1) // +1 until every operation has started
 	s.inflight.Add(1)
+	ss.pending.Add(1)
 	for i := range b.ops {
 		op := &b.ops[i]
 		switch op.Op {
@@ -551,6 +597,7 @@ func (b *batch) done() {
 	}
 	s := b.s
 	defer s.inflight.Done()
+	defer s.unpend(b.ss)
 	b.cancel()
 	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)

@@ -43,6 +43,14 @@ type Server struct {
 
 	acceptErrs   int       // accepts failed since last logged; loop goroutine only
 	acceptLogged time.Time // when they were last logged
+
+	// The client bounds (limits.go); loop goroutine only.
+	sessions     map[*session]struct{}
+	clock        int64 // unix nanos, refreshed by every sweep
+	rejected     int   // connections refused past max_client_conns since last logged
+	rejectLogged int64
+	sweepStop    chan struct{}
+	sweepDone    chan struct{}
 	draining     atomic.Bool
 	nextTx       atomic.Uint64
 
@@ -64,7 +72,8 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers()}
+	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
+		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano()}
 }
 
 // Open starts the event loop, connects every backend (those driven by the
@@ -72,7 +81,7 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 // it opened, if any backend cannot be reached or a listener cannot be
 // created.
 func (s *Server) Open(ctx context.Context) error {
-	loop, err := evloop.New(s, s.cfg.Server.MaxResultBytes*2+s.cfg.Server.MaxFrameBytes)
+	loop, err := evloop.New(s, s.cfg.Server.MaxClientOutputBytes)
 	if err != nil {
 		return fmt.Errorf("create event loop: %w", err)
 	}
@@ -95,6 +104,7 @@ func (s *Server) Open(ctx context.Context) error {
 	}
 	s.reaperStop, s.reaperDone = make(chan struct{}), make(chan struct{})
 	go s.reapIdleTransactions()
+	s.startSweeper()
 	return nil
 }
 
@@ -249,6 +259,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.reaperStop != nil {
 		close(s.reaperStop)
 		<-s.reaperDone
+	}
+	if s.sweepStop != nil {
+		close(s.sweepStop)
+		<-s.sweepDone
 	}
 	// The backends close before the loop stops: the loop drives some of them.
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

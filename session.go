@@ -3,6 +3,7 @@ package tether
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
@@ -19,6 +20,15 @@ type session struct {
 	// ctx is canceled when the client goes away, which cancels its requests.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// The bounds of issue "what one client can make tetherd hold"; the
+	// times are the server's coarse clock (Server.clock). Loop goroutine
+	// only, but pending.
+	opened       int64        // when the connection was accepted
+	lastActive   int64        // when its last frame came
+	partialSince int64        // when the partial frame it holds began; 0: none
+	pending      atomic.Int32 // requests handed off and not yet answered
+	beginning    atomic.Int32 // begins not yet answered (max_client_txs counts them)
 
 	// clients holds the session's pooled state (its session settings) on each
 	// loop backend it used; loop goroutine only.
@@ -44,4 +54,11 @@ func (ss *session) lookupTx(id uint64) (*txState, *Error) {
 		return nil, &Error{Code: CodeTxAborted, Message: "transaction was rolled back: " + why, Retry: true}
 	}
 	return nil, Errorf(CodeUnknownTx, "no open transaction %d on this connection", id)
+}
+
+// openTxs returns how many transactions the session has open.
+func (ss *session) openTxs() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.txs)
 }

@@ -88,6 +88,7 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 func (s *Server) callDone(q *loopsql.Request) {
 	c := q.Owner.(*sqlCall)
 	s.inflight.Done()
+	s.unpend(c.ss)
 	if t := c.tx; t != nil {
 		t.finished(time.Now())
 		if c.op == wire.OpCommit || c.op == wire.OpRollback {
@@ -138,6 +139,7 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.B
 	c := s.newCall(ss, r, t.name)
 	c.q.Client = ss.sqlClient(t.name)
 	s.inflight.Add(1)
+	ss.pending.Add(1)
 	lb.Submit(&c.q)
 }
 
@@ -181,15 +183,16 @@ func (s *Server) logSQLFailure(op wire.Op, backend string, err error) {
 // beginLoop begins a transaction on a loop backend: the connection it pins
 // is the only one its statements run on, until commit or rollback.
 func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
-	if s.draining.Load() {
-		s.replyErrorNow(ss, r.ID, errShuttingDown())
-		return
-	}
 	id := r.ID
 	q := &loopsql.Request{Kind: loopsql.KindBegin, Client: ss.sqlClient(t.name), Deadline: s.deadline(r.TimeoutMS)}
 	s.inflight.Add(1)
+	ss.pending.Add(1)
 	q.Done = func(q *loopsql.Request) {
 		s.inflight.Done()
+		s.unpend(ss)
+		// Counted as beginning until registered, before the reply goes out
+		// (max_client_txs).
+		defer ss.beginning.Add(-1)
 		if q.Err != nil {
 			s.logSQLFailure(wire.OpBegin, t.name, q.Err)
 			s.replyErrorNow(ss, id, AsError(q.Err))
@@ -237,5 +240,6 @@ func (s *Server) runLoopTxOp(ss *session, r *wire.Request, t *txState) {
 	c.q.Tx, c.q.Client = t.ltx, t.ltx.Client
 	t.started()
 	s.inflight.Add(1)
+	ss.pending.Add(1)
 	t.lb.Submit(&c.q)
 }

@@ -108,7 +108,9 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 	}
 	req := *r
 	deadline := s.deadline(r.TimeoutMS)
+	ss.pending.Add(1)
 	t.submit(s, func() {
+		defer s.unpend(ss)
 		if e := t.endedErr(); e != nil {
 			s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: req.ID}, e) })
 			return

@@ -95,7 +95,7 @@ type Pool struct {
 	// Loop goroutine only.
 	conns    map[*Conn]struct{} // every connection with a server session, in any state but gone
 	idle     []*Conn            // idle connections, most recently used last
-	queue    []*Request         // requests waiting for a connection, oldest first
+	waiting  waitQueue          // requests waiting for a connection, per client, in turn
 	open     int                // connections counted against max_conns (dialing ones too)
 	dialing  int
 	closed   bool
@@ -348,7 +348,7 @@ func (p *Pool) pipelineFor(r *Request) *Conn {
 
 func (p *Pool) enqueue(r *Request) {
 	r.State.Queued = time.Now()
-	p.queue = append(p.queue, r)
+	p.waiting.push(r)
 	p.stWaits.Add(1)
 	p.armTimer(r.State.Queued.Add(time.Duration(p.cfg.AcquireTimeout)))
 	if !r.Deadline.IsZero() {
@@ -360,11 +360,11 @@ func (p *Pool) enqueue(r *Request) {
 // maybeDial dials one more connection when requests wait and max_conns allows.
 func (p *Pool) maybeDial() {
 	waiting := 0
-	for _, r := range p.queue {
+	p.waiting.each(func(r *Request) {
 		if !r.State.Abandoned {
 			waiting++
 		}
-	}
+	})
 	if waiting <= p.dialing || p.open >= p.cfg.MaxConns || p.closed {
 		return
 	}
@@ -423,9 +423,7 @@ func (p *Pool) adopt(s ServerConn) {
 
 // failQueue answers every waiting request with err.
 func (p *Pool) failQueue(err error) {
-	q := p.queue
-	p.queue = nil
-	for _, r := range q {
+	for _, r := range p.waiting.clear() {
 		if !r.State.Abandoned {
 			r.Err = err
 			p.finish(r)
@@ -473,14 +471,8 @@ func (p *Pool) release(c *Conn) {
 	}
 	c.state = stateIdle
 	c.used = time.Now()
-	// Hand it to the oldest waiting request, if any.
-	for len(p.queue) > 0 {
-		r := p.queue[0]
-		p.queue[0] = nil
-		p.queue = p.queue[1:]
-		if r.State.Abandoned {
-			continue
-		}
+	// Hand it to the next waiting client, if any.
+	if r := p.waiting.pop(); r != nil {
 		c.state = stateBusy
 		c.run(r)
 		p.updateStats()
@@ -868,8 +860,8 @@ func (p *Pool) terminate(c *Conn, why string) {
 // ones are dropped, running ones cancelled on the server. Its transactions
 // are the caller's to abort (AbortTx). Loop goroutine only.
 func (p *Pool) CancelClient(cl *Client, err error) {
-	for _, r := range p.queue {
-		if r.Client == cl && !r.State.Finished {
+	for _, r := range p.waiting.of(cl) {
+		if !r.State.Finished {
 			p.Abandon(r, err)
 		}
 	}
@@ -933,9 +925,9 @@ func (p *Pool) sweep() {
 		}
 	}
 	acquire := time.Duration(p.cfg.AcquireTimeout)
-	for _, r := range p.queue {
+	p.waiting.each(func(r *Request) {
 		if r.State.Finished {
-			continue
+			return
 		}
 		switch {
 		case !r.Deadline.IsZero() && !now.Before(r.Deadline):
@@ -946,7 +938,7 @@ func (p *Pool) sweep() {
 			later(r.State.Queued.Add(acquire))
 			later(r.Deadline)
 		}
-	}
+	})
 	for c := range p.conns {
 		if c.state == stateCancelling {
 			if now.Sub(c.cancelAt) >= cancelTimeout {

@@ -15,6 +15,7 @@ type Conn struct {
 	loop    *Loop
 	in      []byte // unconsumed input; loop goroutine only
 	closing atomic.Bool
+	paused  atomic.Bool // reads stopped (PauseReading); set on the loop goroutine
 
 	mu      sync.Mutex
 	out     []byte // output the socket has not taken yet
@@ -136,8 +137,7 @@ func (c *Conn) writeOutLocked() {
 	}
 	if c.waiting {
 		c.waiting = false
-		unix.EpollCtl(c.loop.epfd, unix.EPOLL_CTL_MOD, c.fd,
-			&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)})
+		c.pollLocked()
 	}
 }
 
@@ -146,8 +146,52 @@ func (c *Conn) waitWritableLocked() {
 		return
 	}
 	c.waiting = true
-	unix.EpollCtl(c.loop.epfd, unix.EPOLL_CTL_MOD, c.fd,
-		&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLOUT, Fd: int32(c.fd)})
+	c.pollLocked()
+}
+
+// pollLocked tells epoll what to poll c for: input unless reads are paused,
+// writability while output waits.
+func (c *Conn) pollLocked() {
+	var ev uint32
+	if !c.paused.Load() {
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if c.waiting {
+		ev |= unix.EPOLLOUT
+	}
+	unix.EpollCtl(c.loop.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)})
+}
+
+// PauseReading stops reading c's socket: what was read and not consumed
+// stays buffered, and the client's further requests wait in the socket (the
+// kernel's buffer, then the client itself), instead of in tetherd's memory.
+// A client that hangs up meanwhile is still noticed. Loop goroutine only.
+func (c *Conn) PauseReading() {
+	if c.paused.Swap(true) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.pollLocked()
+	}
+}
+
+// ResumeReading undoes PauseReading: the input buffered meanwhile is offered
+// to the handler again first. Safe from any goroutine.
+func (c *Conn) ResumeReading() {
+	c.loop.Post(func() { c.loop.resume(c) })
+}
+
+// Paused reports whether reads are paused.
+func (c *Conn) Paused() bool { return c.paused.Load() }
+
+// Buffered returns the bytes c holds: its input buffer and its output queue.
+// Loop goroutine only.
+func (c *Conn) Buffered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cap(c.in) + len(c.out)
 }
 
 // Close closes the connection after the output queued so far is written as far

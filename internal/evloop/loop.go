@@ -27,8 +27,9 @@
 //
 // Threading contract: the Handler's OnOpen, OnData and OnClose, the Watchers'
 // methods and posted functions run on the loop goroutine and must not block.
-// Conn.Write, Conn.Close and Post may be called from any goroutine; Watch,
-// Unwatch and WantWrite only on the loop goroutine.
+// Conn.Write, Conn.Close, Conn.ResumeReading and Post may be called from any
+// goroutine; Watch, Unwatch, WantWrite, Conn.WriteLater and
+// Conn.PauseReading only on the loop goroutine.
 package evloop
 
 import (
@@ -338,7 +339,10 @@ func (l *Loop) Run() error {
 			if ev.Events&unix.EPOLLOUT != 0 {
 				c.flush()
 			}
-			if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
+			switch {
+			case c.paused.Load() && ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
+				l.closeConn(c) // hung up while paused: its requests are of no use to anyone
+			case ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0:
 				l.read(c, buf)
 			}
 		}
@@ -409,6 +413,28 @@ func (l *Loop) read(c *Conn, buf []byte) {
 		c.in = append(c.in, data...)
 		data = c.in
 	}
+	l.feed(c, data)
+}
+
+// resume undoes PauseReading and offers what was buffered meanwhile.
+func (l *Loop) resume(c *Conn) {
+	if !c.paused.Swap(false) || c.closing.Load() {
+		return
+	}
+	c.mu.Lock()
+	closed := c.closed
+	if !closed {
+		c.pollLocked()
+	}
+	c.mu.Unlock()
+	if !closed && len(c.in) > 0 {
+		l.feed(c, c.in)
+	}
+}
+
+// feed offers data (c's input buffer, or the loop's read buffer) to the
+// handler and keeps what it did not consume in c's buffer.
+func (l *Loop) feed(c *Conn, data []byte) {
 	used := l.handler.OnData(c, data)
 	if c.closing.Load() {
 		l.closeConn(c)

@@ -1,0 +1,225 @@
+package tether_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/wire"
+)
+
+// Tests of the bounds on what one client can make tetherd hold
+// (limits.go); the fault suite (tests/faults) measures the same under
+// attack, with memory figures.
+
+func TestLimits_MaxClientConns(t *testing.T) {
+	ts := startServer(t, func(c *tether.Config) { c.Server.MaxClientConns = 3 })
+	var cs []*client
+	for i := 0; i < 3; i++ {
+		c := dial(t, ts)
+		c.ok(wire.Request{ID: 1, Op: wire.OpPing})
+		cs = append(cs, c)
+	}
+	over := dial(t, ts)
+	e := errCode(t, over.recv(), tether.CodeUnavailable)
+	if !strings.Contains(fmt.Sprint(e["message"]), "max_client_conns = 3") {
+		t.Fatalf("the error does not name the limit: %v", e)
+	}
+	over.expectClosed()
+	cs[0].conn.Close()
+	time.Sleep(50 * time.Millisecond)
+	dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpPing})
+}
+
+func TestLimits_MaxClientTxs(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServer(t, func(c *tether.Config) {
+		c.Server.MaxClientTxs = 2
+		for _, name := range []string{"other", "third"} {
+			c.Backends[name] = tether.DefaultBackendConfig("sqlite", dir+"/"+name+".db")
+		}
+	})
+	c := dial(t, ts)
+	tx1 := toUint(c.ok(wire.Request{ID: 3, Op: wire.OpBegin}).Fields["tx"])
+	c.ok(wire.Request{ID: 4, Op: wire.OpBegin, Backend: "other"})
+	e := errCode(t, c.do(wire.Request{ID: 5, Op: wire.OpBegin, Backend: "third"}), tether.CodeBusy)
+	if !strings.Contains(fmt.Sprint(e["message"]), "max_client_txs = 2") {
+		t.Fatalf("the error does not name the limit: %v", e)
+	}
+	// Another client is not held back by this one's share.
+	dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpBegin, Backend: "third"})
+	c.ok(wire.Request{ID: 6, Op: wire.OpCommit, Tx: tx1})
+	c.ok(wire.Request{ID: 7, Op: wire.OpBegin})
+}
+
+func TestLimits_ClientFrameTimeout(t *testing.T) {
+	ts := startServer(t, func(c *tether.Config) { c.Server.ClientFrameTimeout = tether.Duration(300 * time.Millisecond) })
+	c := dial(t, ts)
+	start := time.Now()
+	c.sendRaw(binary.BigEndian.AppendUint32(nil, 100)) // announces 100 bytes...
+	c.sendRaw([]byte{0x82, 0xa2})                      // ...sends 2, then nothing (slowloris)
+	e := errCode(t, c.recv(), tether.CodeBadFrame)
+	if !strings.Contains(fmt.Sprint(e["message"]), "client_frame_timeout") {
+		t.Fatalf("the error does not name the limit: %v", e)
+	}
+	c.expectClosed()
+	if el := time.Since(start); el < 250*time.Millisecond || el > 2*time.Second {
+		t.Fatalf("closed after %s with a 300 ms client_frame_timeout", el)
+	}
+	// A client that sends whole frames, slowly, is not affected.
+	slow := dial(t, ts)
+	for i := 0; i < 3; i++ {
+		slow.ok(wire.Request{ID: uint32(i + 1), Op: wire.OpPing})
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestLimits_ClientIdleTimeout(t *testing.T) {
+	ts := startServer(t, func(c *tether.Config) { c.Server.ClientIdleTimeout = tether.Duration(300 * time.Millisecond) })
+	idle := dial(t, ts)
+	idle.ok(wire.Request{ID: 1, Op: wire.OpPing})
+	inTx := dial(t, ts)
+	inTx.ok(wire.Request{ID: 1, Op: wire.OpBegin})
+	time.Sleep(time.Second)
+	errCode(t, idle.recv(), tether.CodeUnavailable)
+	idle.expectClosed()
+	// A client with a transaction open is the transaction reaper's business.
+	inTx.ok(wire.Request{ID: 2, Op: wire.OpPing})
+}
+
+func TestLimits_MaxClientOutputBytes(t *testing.T) {
+	ts := startServer(t, func(c *tether.Config) {
+		c.Server.MaxResultBytes = 64 << 10
+		c.Server.MaxClientOutputBytes = 256 << 10
+	})
+	c := dial(t, ts)
+	// 64 replies of ~40 KB each, pipelined and not read: past 256 KiB queued
+	// (and the socket's own buffers) the connection is closed.
+	q := wire.Request{Op: wire.OpQuery, SQL: "SELECT zeroblob(40000) AS b"}
+	var frames []byte
+	for i := 0; i < 64; i++ {
+		q.ID = uint32(i + 1)
+		b, st := wire.BeginFrame(nil)
+		frames = append(frames, wire.EndFrame(wire.AppendRequest(b, &q), st)...)
+	}
+	c.sendRaw(frames)
+	time.Sleep(500 * time.Millisecond)
+	// Read to the end: whole replies, then maybe part of one, then EOF.
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	all, err := io.ReadAll(c.conn)
+	if err != nil {
+		t.Fatalf("the connection was not closed: %v", err)
+	}
+	got := 0
+	for len(all) >= 4 && len(all)-4 >= int(binary.BigEndian.Uint32(all)) {
+		all = all[4+binary.BigEndian.Uint32(all):]
+		got++
+	}
+	if got >= 64 {
+		t.Fatalf("all %d replies were queued for a client that did not read", got)
+	}
+	t.Logf("%d of 64 replies reached the client before its connection was closed", got)
+	dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpPing}) // and tetherd serves others
+}
+
+// TestLimits_ReadsPauseAtMaxClientRequests: a client that pipelines many slow
+// requests has at most max_client_requests in flight; the rest wait in its
+// socket, not in tetherd, and all are answered in the end.
+func TestLimits_ReadsPauseAtMaxClientRequests(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			const limit, n = 3, 12
+			ts := d.startWith(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 8, 8 },
+				func(c *tether.Config) { c.Server.MaxClientRequests = limit })
+			c := dial(t, ts)
+			for i := 0; i < n; i++ {
+				c.send(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: d.sleep(0.2, "paused_reads")})
+			}
+			done := make(chan int)
+			go func() {
+				got := 0
+				for got < n && c.recv() != nil {
+					got++
+				}
+				done <- got
+			}()
+			most := 0
+			for {
+				select {
+				case got := <-done:
+					t.Logf("%d pipelined statements, at most %d running at once on the server (max_client_requests = %d, max_conns 8)", n, most, limit)
+					if got != n {
+						t.Fatalf("%d of %d answered", got, n)
+					}
+					if most > limit {
+						t.Fatalf("%d statements of one client ran at once with max_client_requests = %d", most, limit)
+					}
+					if most == 0 {
+						t.Fatal("the sampler saw none running: it cannot tell")
+					}
+					return
+				case <-time.After(20 * time.Millisecond):
+					running, err := d.running(context.Background(), "paused_reads")
+					if err != nil {
+						t.Fatal(err)
+					}
+					most = max(most, running)
+				}
+			}
+		})
+	}
+}
+
+// TestLimits_FairShareOfThePool: a client that floods a pool of two
+// connections with slow statements waits behind its own requests; another
+// client's statements are served in between, not after the flood.
+func TestLimits_FairShareOfThePool(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, func(bc *tether.BackendConfig) {
+				bc.MaxConns, bc.MinConns = 2, 2
+				bc.AcquireTimeout = tether.Duration(10 * time.Second)
+			})
+			flood := dial(t, ts)
+			const n = 60
+			for i := 0; i < n; i++ {
+				flood.send(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: d.sleep(0.02, "flood")})
+			}
+			time.Sleep(50 * time.Millisecond)
+			by := dial(t, ts)
+			var worst time.Duration
+			for i := 0; i < 5; i++ {
+				start := time.Now()
+				by.ok(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
+				worst = max(worst, time.Since(start))
+			}
+			var wg sync.WaitGroup
+			var answered atomic.Int64
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < n; i++ {
+					if flood.recv() == nil {
+						return
+					}
+					answered.Add(1)
+				}
+			}()
+			wg.Wait()
+			t.Logf("a bystander's statement took at most %s while another client's %d statements of 20 ms waited on 2 connections (%d answered)", worst, n, answered.Load())
+			if worst > 300*time.Millisecond {
+				t.Errorf("a bystander waited %s behind another client's flood (FIFO would be ~%s)", worst, time.Duration(n/2)*20*time.Millisecond)
+			}
+			if answered.Load() != n {
+				t.Errorf("%d of the flood's %d statements answered", answered.Load(), n)
+			}
+		})
+	}
+}
