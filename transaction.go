@@ -2,6 +2,7 @@ package tether
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"sync"
 	"time"
@@ -195,7 +196,16 @@ func (s *Server) abortTx(t *txState, why string) {
 func (s *Server) rollbackDetached(t *txState, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, ErrTxDone) {
+	err := t.tx.Rollback(ctx)
+	switch {
+	case err == nil, errors.Is(err, ErrTxDone):
+	case errors.Is(err, context.Canceled) || errors.Is(err, driver.ErrBadConn):
+		// The statement running when the client vanished was cancelled with
+		// it, and its connection dropped: the server rolled back with it.
+		s.log.Info("rolled back abandoned transaction (its connection was closed with its cancelled statement)",
+			"tx", t.id, "backend", t.backend, "why", why)
+		return
+	default:
 		s.log.Warn("roll back abandoned transaction", "tx", t.id, "why", why, "err", err)
 		return
 	}

@@ -280,6 +280,31 @@ func Run(t *testing.T, s *Suite) {
 		})
 	})
 
+	t.Run("KeyValueMixedCaseTable", func(t *testing.T) {
+		// A table created with an unquoted mixed-case name: PostgreSQL folds
+		// it to lower case, MySQL keeps it; the key API must find it and
+		// query it by the name the catalog has, whichever case it is asked in.
+		b := s.open(t, nil)
+		kv := b.(tether.KeyValue)
+		name := fmt.Sprintf("Mixed_Case_%d", tableSeq.Add(1))
+		mustExec(t, b, fmt.Sprintf("CREATE TABLE %s (k VARCHAR(64) PRIMARY KEY, v %s)", name, d.Text))
+		t.Cleanup(func() { b.Exec(context.Background(), tether.Statement{SQL: "DROP TABLE " + name}) })
+		if _, err := kv.Put(ctx(t), tether.KeyRequest{Table: name, Row: map[string]any{"k": "a", "v": "1"}}); err != nil {
+			t.Fatalf("put into %s: %v", name, err)
+		}
+		r, err := kv.Get(ctx(t), tether.KeyRequest{Table: name, Key: []any{"a"}})
+		if err != nil || len(r.Rows) != 1 || fmt.Sprint(r.Rows[0][1]) != "1" {
+			t.Errorf("get from %s: %v %v", name, r, err)
+		}
+		// In another case: found (names without case: PostgreSQL's
+		// unquoted, SQLite's) or unknown_table (MySQL's, case-sensitive on
+		// Linux), never a backend error from querying a name that is not.
+		r, err = kv.Get(ctx(t), tether.KeyRequest{Table: strings.ToLower(name), Key: []any{"a"}})
+		if err != nil && code(err) != tether.CodeUnknownTable || err == nil && len(r.Rows) != 1 {
+			t.Errorf("get from %s (created %s): %v %v", strings.ToLower(name), name, r, err)
+		}
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		b := s.open(t, nil)
 		_, err := b.Query(ctx(t), tether.Statement{SQL: "SELECT * FROM no_such_table_at_all"})

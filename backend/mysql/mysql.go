@@ -297,13 +297,16 @@ func keySQL() sqldb.KeySQL {
 		Quote:       q,
 		Placeholder: func(int) string { return "?" },
 		Columns: func(table string) (string, []any) {
-			const q = `SELECT c.COLUMN_NAME, COALESCE(k.ORDINAL_POSITION, 0)
-				FROM information_schema.COLUMNS c
-				LEFT JOIN information_schema.KEY_COLUMN_USAGE k
-				  ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
-				 AND k.COLUMN_NAME = c.COLUMN_NAME AND k.CONSTRAINT_NAME = 'PRIMARY'
-				WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ?
-				ORDER BY c.ORDINAL_POSITION`
+			// The third column is the table's name as the catalog has it,
+			// quoted: information_schema compares names without case.
+			const q = "SELECT c.COLUMN_NAME, COALESCE(k.ORDINAL_POSITION, 0), " +
+				"CONCAT('`', REPLACE(c.TABLE_SCHEMA, '`', '``'), '`.`', REPLACE(c.TABLE_NAME, '`', '``'), '`') " +
+				"FROM information_schema.COLUMNS c " +
+				"LEFT JOIN information_schema.KEY_COLUMN_USAGE k " +
+				"ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME " +
+				"AND k.COLUMN_NAME = c.COLUMN_NAME AND k.CONSTRAINT_NAME = 'PRIMARY' " +
+				"WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ? " +
+				"ORDER BY c.ORDINAL_POSITION"
 			if db, name, ok := strings.Cut(table, "."); ok {
 				return q, []any{db, name}
 			}

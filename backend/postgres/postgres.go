@@ -263,7 +263,8 @@ func keySQL() sqldb.KeySQL {
 		Columns: func(table string) (string, []any) {
 			// indkey is an int2vector, whose subscripts start at 0: rebuild it
 			// as an ordinary array to get 1-based key positions.
-			return `SELECT a.attname::text, COALESCE(array_position(string_to_array(i.indkey::text, ' ')::int2[], a.attnum), 0)
+			return `SELECT a.attname::text, COALESCE(array_position(string_to_array(i.indkey::text, ' ')::int2[], a.attnum), 0),
+				       a.attrelid::regclass::text
 				FROM pg_attribute a
 				LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 				WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped

@@ -48,8 +48,10 @@ type KeySQL struct {
 	// Placeholder returns the n-th (1-based) parameter placeholder.
 	Placeholder func(n int) string
 	// Columns returns the statement that lists a table's columns in order,
-	// one row each: the name, and the column's 1-based position in the
-	// primary key (0 when not in it); no rows when there is no such table.
+	// one row each: the name, the column's 1-based position in the primary
+	// key (0 when not in it) and, optionally, the table's name as the
+	// catalog has it, quoted for SQL (otherwise the requested name is
+	// quoted); no rows when there is no such table.
 	Columns func(table string) (sql string, params []any)
 	// Upsert returns the clause after INSERT ... VALUES (...) that turns it
 	// into an upsert on the key columns, updating the other columns.

@@ -89,11 +89,22 @@ func (kv *KeyValue) table(ctx context.Context, name string) (*table, error) {
 	if len(t.key) == 0 {
 		return nil, tether.Errorf(tether.CodeBadRequest, "%s: table %q has no primary key, which the key API needs", kv.name, name)
 	}
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = ks.Quote(p)
+	// The name to write in SQL is the catalog's, when the dialect gives it:
+	// a name looked up case-insensitively (PostgreSQL folds an unquoted one,
+	// MySQL's information_schema compares without case) must be written as
+	// the table is really named.
+	if len(res.Rows[0]) > 2 {
+		if real, ok := res.Rows[0][2].(string); ok && real != "" {
+			t.quoted = real
+		}
 	}
-	t.quoted = strings.Join(parts, ".")
+	if t.quoted == "" {
+		parts := strings.Split(name, ".")
+		for i, p := range parts {
+			parts[i] = ks.Quote(p)
+		}
+		t.quoted = strings.Join(parts, ".")
+	}
 	kv.mu.Lock()
 	if kv.m == nil {
 		kv.m = map[string]*table{}
