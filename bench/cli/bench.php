@@ -18,6 +18,15 @@ require_once dirname(__DIR__) . '/lib/proc.php';
  * Latency rows are measured in --rounds rounds (5): each round runs every row for its share of the iterations, so
  * that a noisy minute on the shared machine hits every row alike and the ratios between rows stay fair.
  *
+ * Then the rows of PINNED_ROWS run again pinned to one CPU (PIN_CPU): tetherd and mariadbd with all their threads,
+ * the postmaster and all its children (taskset; CpuPin in bench/lib/proc.php), and a PHP process started under
+ * `taskset -c PIN_CPU` that makes the calls; every process's earlier affinity is put back before the runs under load.
+ * Unpinned, a lone call on this 2-vCPU VM mostly measures how fast an idle vCPU wakes up (40-70 us), and a Tether
+ * read wakes more processes than a ping or a direct read; on one CPU each hand-off costs a context switch, not a
+ * wake-up (a pipe ping-pong here: ~53 us across the two vCPUs, ~6 us on one). The solo targets (switches per read,
+ * read p50 against ping p50 + open-connection read p50) are judged from the pinned rows; the unpinned ratios are
+ * printed for comparison.
+ *
  * Environment (all set by run.sh):
  *   TETHER_SOCKET    tetherd's Unix socket                 TETHERD_PID   tetherd's pid (for /proc CPU readings)
  *   MARIADB_SOCKET   MariaDB's Unix socket                 MARIADB_PID   mariadbd's pid
@@ -33,6 +42,10 @@ require_once dirname(__DIR__) . '/lib/proc.php';
  *   BENCH_TMPDIR     where the load workers leave their latencies (the system's temp dir)
  *   BENCH_NO_CLIENT=1  skip the Tether PHP client (raw frames only), as when it is not usable
  *
+ * Pinned mode (started by the main process under taskset, once the servers are pinned):
+ *   php bench.php --pinned KEY,KEY,... ITERATIONS WARMUP ROUNDS
+ * checks that it runs on PIN_CPU alone, measures those rows as the unpinned ones are and prints them as JSON.
+ *
  * Worker mode (the loaded runs start these with proc_open):
  *   php bench.php --worker OP VIA COUNT LATFILE
  * sets up, warms up, prints "ready", waits for a line on stdin, makes COUNT calls, writes their latencies (ns,
@@ -43,6 +56,10 @@ const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
 const SQL_POINT_PG = 'SELECT id, name, score, created FROM bench_kv WHERE id = $1';
 const TABLE_ROWS = 10000;
 const REFERENCE = 'mysqli-p-prepared';
+/** The CPU the pinned rows run on, and those rows (the ones the solo targets need; the p: and new-connection rows not). */
+const PIN_CPU = 0;
+const PINNED_ROWS = ['tether-ping-raw', 'tether-ping-client', 'tether-read-raw', 'tether-read-client', 'mysqli-open-prepared',
+    'tether-pg-read-raw', 'tether-pg-read-client', 'pg-open-prepared'];
 
 // ---------------------------------------------------------------------------------------------------------------
 // Configuration
@@ -546,6 +563,73 @@ function run_rows(array $calls, array $selected, int $warmup, int $rounds, mysql
     return $rows; // the closures die with $state: open connections close, the p: link stays cached
 }
 
+/**
+ * run_pinned pins tetherd (all threads), mariadbd (all threads) and the postmaster with all its children to PIN_CPU,
+ * measures the rows $keys ($iterations calls each) in a PHP process started under taskset -c PIN_CPU (pinned_main),
+ * and puts every process's earlier affinity back, whatever happens; it fails if it cannot. Returns the rows, how
+ * many server processes were pinned and the affinity they had before.
+ *
+ * @param list<string> $keys
+ * @return array{rows: list<array>, processes: int, affinity_before: array<string, ?string>}
+ */
+function run_pinned(array $keys, int $iterations, int $warmup, int $rounds): array
+{
+    $pin = new CpuPin(PIN_CPU, [Cfg::$tetherdPid, Cfg::$mariadbPid], [Cfg::$pgPid]);
+    try {
+        $procs = $pin->pin();
+        $cmd = ['taskset', '-c', (string) PIN_CPU, PHP_BINARY, '-d', 'memory_limit=512M', __FILE__, '--pinned',
+            implode(',', $keys), (string) $iterations, (string) $warmup, (string) $rounds];
+        $p = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
+        if ($p === false) {
+            throw new RuntimeException('proc_open failed');
+        }
+        $out = stream_get_contents($pipes[1]);
+        fclose($pipes[1]);
+        if (($rc = proc_close($p)) !== 0) {
+            throw new RuntimeException("the pinned rows failed (exit $rc)");
+        }
+        $rows = json_decode((string) $out, true);
+        if (!is_array($rows)) {
+            throw new RuntimeException('the pinned rows printed no JSON: ' . var_export(substr((string) $out, 0, 200), true));
+        }
+    } finally {
+        $problems = $pin->restore();
+    }
+    if ($problems) {
+        throw new RuntimeException('cannot put back the CPU affinity of the servers: ' . implode('; ', $problems));
+    }
+    $before = $pin->affinityBefore();
+    $children = array_diff_key($before, array_flip([Cfg::$tetherdPid, Cfg::$mariadbPid, Cfg::$pgPid]));
+    return ['rows' => $rows, 'processes' => $procs, 'affinity_before' => ['tetherd' => $before[Cfg::$tetherdPid] ?? null,
+        'mariadbd' => $before[Cfg::$mariadbPid] ?? null, 'postmaster' => $before[Cfg::$pgPid] ?? null,
+        'postmaster children' => implode(' ', array_unique($children))]];
+}
+
+/** pinned_main is the process run_pinned starts: it measures the rows named in $argv on PIN_CPU and prints them as JSON. */
+function pinned_main(array $argv): int
+{
+    [, , $keys, $iterations, $warmup, $rounds] = $argv + array_fill(0, 6, '');
+    $cpus = cpus_allowed(getmypid());
+    if ($cpus !== (string) PIN_CPU) {
+        throw new RuntimeException('pinned rows: running on CPUs ' . var_export($cpus, true) . ', want ' . PIN_CPU . ' alone');
+    }
+    $calls = calls();
+    $selected = [];
+    foreach (explode(',', $keys) as $key) {
+        if (!isset($calls[$key])) {
+            throw new RuntimeException("pinned rows: unknown row $key");
+        }
+        if (!empty($calls[$key]['client']) && ($why = client_unusable()) !== null) {
+            throw new RuntimeException("pinned rows: PHP client unusable: $why");
+        }
+        $selected[$key] = (int) $iterations;
+    }
+    $admin = new mysqli('localhost', Cfg::$adminUser, Cfg::$adminPass, '', 0, Cfg::$dbSocket);
+    $rows = run_rows($calls, $selected, (int) $warmup, max(1, (int) $rounds), $admin);
+    echo json_encode($rows), "\n";
+    return 0;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Loaded runs: N worker processes at once, COUNT calls each
 
@@ -681,13 +765,51 @@ function fv(float $v, float $limit, int $dec): string
 }
 
 /**
+ * solo_checks computes, from the solo rows in $byKey, for MariaDB and PostgreSQL (through the PHP client, else raw
+ * frames): 2. tetherd's context switches per point read, each a hand-off between tetherd's threads or a wait on the
+ * backend (limit 2); 3. the read's p50 over the p50 of its two hops, PHP to tetherd (a ping) and tetherd to the
+ * database over an open connection with the statement prepared (what the open-connection row pays) (limit 1.3x).
+ * Rows that were skipped give no entry.
+ *
+ * @return list<array{0: string, 1: string, 2: float, 3: float, 4: string}> what, value shown, value, limit, limit shown
+ */
+function solo_checks(array $byKey): array
+{
+    $via = isset($byKey['tether-read-client']) ? 'client' : 'raw';
+    // [solo read row, ping row of its path, open-connection row]
+    $sql = [
+        ["tether-read-$via", "tether-ping-$via", 'mysqli-open-prepared'],
+        ["tether-pg-read-$via", "tether-ping-$via", 'pg-open-prepared'],
+    ];
+    $out = [];
+    foreach ($sql as [$read]) {
+        if (isset($byKey[$read])) {
+            $v = $byKey[$read]['tetherd_ctx'];
+            $out[] = ["tetherd context switches per solo call, {$byKey[$read]['label']}", fv($v, 2.0, 2), $v, 2.0, '2'];
+        }
+    }
+    foreach ($sql as [$read, $ping, $open]) {
+        if (isset($byKey[$read], $byKey[$ping], $byKey[$open])) {
+            $r = $byKey[$read]['p50'];
+            $base = $byKey[$ping]['p50'] + $byKey[$open]['p50'];
+            $v = $r / $base;
+            $out[] = ["{$byKey[$read]['label']} p50 / ({$byKey[$ping]['label']} p50 + {$byKey[$open]['label']} p50)",
+                sprintf('%s / (%s + %s) us = %sx', f($r), f($byKey[$ping]['p50']), f($byKey[$open]['p50']), fv($v, 1.3, 2)), $v, 1.3, '1.3x'];
+        }
+    }
+    return $out;
+}
+
+/**
  * targets judges one run against the goals set for tetherd, each from rows of that same run, and returns one entry
  * per goal: the markdown line, and value, limit and met for the JSON (value and met null when the run cannot tell,
- * e.g. no clock tick of tetherd CPU during the pings of a --quick run). Rows that were skipped give no entry.
+ * e.g. no clock tick of tetherd CPU during the pings of a --quick run). Rows that were skipped give no entry. The
+ * solo targets of tetherd's SQL layer (context switches, read p50 against its two hops) are judged from the rows
+ * pinned to one CPU ($pinnedRows); the comparison with mysqli p: from the unpinned rows, as mysqli p: is not pinned.
  *
  * @return list<array{line: string, target: string, value: ?float, limit: float, met: ?bool}>
  */
-function targets(array $rows, array $loads): array
+function targets(array $rows, array $pinnedRows, array $loads): array
 {
     $byKey = array_column($rows, null, 'key');
     $out = [];
@@ -715,14 +837,9 @@ function targets(array $rows, array $loads): array
         }
     }
 
-    // The same read on both SQL backends: [name, load op, solo read row, ping row of its path, open-connection row].
-    $via = isset($byKey['tether-read-client']) ? 'client' : 'raw';
-    $sql = [
-        ['MariaDB', 'read', "tether-read-$via", "tether-ping-$via", 'mysqli-open-prepared'],
-        ['PostgreSQL', 'pgread', "tether-pg-read-$via", "tether-ping-$via", 'pg-open-prepared'],
-    ];
-    // 1. What a read costs tetherd beyond a ping: its SQL layer, under load (utime+stime, as in the table).
-    foreach ($sql as [$db, $op]) {
+    // The same read on both SQL backends. 1. What a read costs tetherd beyond a ping: its SQL layer, under load
+    // (utime+stime, as in the table).
+    foreach (['MariaDB' => 'read', 'PostgreSQL' => 'pgread'] as $db => $op) {
         if (isset($load['ping'], $load[$op])) {
             $r = $load[$op]['tetherd_cpu_us'];
             $p = $load['ping']['tetherd_cpu_us'];
@@ -731,28 +848,15 @@ function targets(array $rows, array $loads): array
                 $v, 2.0, '2x', 'no clock tick of tetherd CPU during the pings: too few calls');
         }
     }
-    // 2. Context switches: each is a hand-off between tetherd's threads or a wait on the backend.
-    foreach ($sql as [, , $read]) {
-        if (isset($byKey[$read])) {
-            $v = $byKey[$read]['tetherd_ctx'];
-            $add("tetherd context switches per solo call, {$byKey[$read]['label']}", fv($v, 2.0, 2), $v, 2.0, '2');
-        }
-    }
-    // 3. Latency: a read through tetherd should cost little more than its two hops, PHP to tetherd (a ping) and
-    // tetherd to the database over an open connection with the statement prepared (what the open-connection row pays).
-    foreach ($sql as [, , $read, $ping, $open]) {
-        if (isset($byKey[$read], $byKey[$ping], $byKey[$open])) {
-            $r = $byKey[$read]['p50'];
-            $base = $byKey[$ping]['p50'] + $byKey[$open]['p50'];
-            $v = $r / $base;
-            $add("{$byKey[$read]['label']} p50 / ({$byKey[$ping]['label']} p50 + {$byKey[$open]['label']} p50)",
-                sprintf('%s / (%s + %s) us = %sx', f($r), f($byKey[$ping]['p50']), f($byKey[$open]['p50']), fv($v, 1.3, 2)), $v, 1.3, '1.3x');
-        }
+    // 2 and 3, from the rows pinned to one CPU.
+    foreach (solo_checks(array_column($pinnedRows, null, 'key')) as [$what, $shown, $v, $limit, $limitShown]) {
+        $add($what . ', pinned to one CPU', $shown, $v, $limit, $limitShown);
     }
     return $out;
 }
 
-function print_report(array $rows, array $loads, array $conns, array $targets, array $opt, ?string $clientWhy): void
+/** @param list<array> $compare solo_checks() of the unpinned rows */
+function print_report(array $rows, array $pinned, array $loads, array $conns, array $targets, array $compare, array $opt, ?string $clientWhy): void
 {
     $byKey = array_column($rows, null, 'key');
     $ref = $byKey[REFERENCE]['p50'] ?? null;
@@ -775,6 +879,22 @@ function print_report(array $rows, array $loads, array $conns, array $targets, a
     }
     if ($clientWhy !== null) {
         echo "\nThe Tether PHP client rows were skipped: $clientWhy\n";
+    }
+
+    echo "\n#### Latency, pinned to one CPU\n\n";
+    printf("Rows of the table above measured again, with every process involved pinned to CPU %d (taskset): tetherd and mariadbd with all their threads, "
+        . "the PostgreSQL postmaster and its backends (%d server processes), and the PHP process making the calls; each one's "
+        . "earlier CPU affinity is put back afterwards, before the runs under load. %d interleaved rounds after %d warm-up calls per row; "
+        . "per call figures as above; unpinned p50: the same row in the table above. Unpinned, a lone call on this machine mostly measures how fast an idle vCPU wakes up, and "
+        . "a Tether read wakes more processes than a ping or a direct read; on one CPU each hand-off costs a context switch "
+        . "instead, so these rows show what a round trip costs, and the solo targets are judged from them.\n\n",
+        PIN_CPU, $pinned['processes'], $opt['rounds'], $opt['warmup']);
+    echo "| row | calls | p50 us | p99 us | mean us | unpinned p50 us | tetherd CPU us/call | tetherd ctx sw/call | mariadbd CPU us/call | postgres CPU us/call |\n";
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    foreach ($pinned['rows'] as $r) {
+        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", $r['label'], $r['iterations'], f($r['p50']), f($r['p99']), f($r['mean']),
+            isset($byKey[$r['key']]) ? f($byKey[$r['key']]['p50']) : '-', $r['tether'] ? f($r['tetherd_cpu_us_ns']) : '-',
+            $r['tether'] ? f($r['tetherd_ctx'], 2) : '-', f($r['mariadb_cpu_us']), f($r['pg_cpu_us']));
     }
 
     echo "\n#### MariaDB work per call (SHOW GLOBAL STATUS deltas over each row)\n\n";
@@ -815,9 +935,13 @@ function print_report(array $rows, array $loads, array $conns, array $targets, a
         $conns['tether_pg_before'], $conns['tether_pg_max'], $conns['tether_pg_after']);
 
     echo "\n#### Targets\n\n";
-    echo "Each judged from rows of this run; tetherd's CPU under load is utime+stime, as in the table above.\n\n";
+    echo "Each judged from rows of this run; tetherd's CPU under load is utime+stime, as in the table above; the solo "
+        . "context switches and read p50 against ping + open-connection read from the rows pinned to one CPU.\n\n";
     foreach ($targets as $t) {
         echo $t['line'], "\n";
+    }
+    foreach ($compare as [$what, $shown]) {
+        echo "- for comparison, unpinned: $what: $shown\n";
     }
     $tr = $byKey['tether-read-client'] ?? $byKey['tether-read-raw'] ?? null;
     if ($tr && isset($byKey['mysqli-p-query'])) {
@@ -839,6 +963,9 @@ function main(array $argv): int
     Cfg::load();
     if (($argv[1] ?? '') === '--worker') {
         return worker_main($argv);
+    }
+    if (($argv[1] ?? '') === '--pinned') {
+        return pinned_main($argv);
     }
 
     $quick = getenv('BENCH_QUICK') === '1';
@@ -892,6 +1019,13 @@ function main(array $argv): int
     progress(sprintf('latency: %d rows, %s calls in %d rounds', count($selected), number_format($total), $opt['rounds']));
     $rows = run_rows($calls, $selected, $opt['warmup'], $opt['rounds'], $admin);
 
+    // The solo rows again, every process involved pinned to one CPU; affinities are put back before the loaded runs.
+    $pinKeys = array_values(array_intersect(array_keys($selected), PINNED_ROWS)); // in the order of calls()
+    progress(sprintf('latency pinned to CPU %d: %d rows, %s calls in %d rounds', PIN_CPU, count($pinKeys),
+        number_format(count($pinKeys) * $opt['iterations']), $opt['rounds']));
+    $pinned = run_pinned($pinKeys, $opt['iterations'], $opt['warmup'], $opt['rounds']);
+    progress(sprintf('pinned rows done; CPU affinity of the %d server processes put back', $pinned['processes']));
+
     // Loaded Tether runs, with nothing else talking to MariaDB: count tetherd's connections. First let the server
     // finish closing the connections of the rows above (a client's COM_QUIT does not wait for it), so that they
     // are not in the Max_used_connections that FLUSH STATUS starts from.
@@ -936,12 +1070,17 @@ function main(array $argv): int
     $opt['foreign_cpu_pct'] = 100 * $foreign / $wall / (int) shell_exec('nproc');
     $opt['wall_s'] = $wall;
 
-    $targets = targets($rows, $loads);
-    print_report($rows, $loads, $conns, $targets, $opt + ['via' => $via], $clientWhy);
+    $targets = targets($rows, $pinned['rows'], $loads);
+    $compare = solo_checks(array_column($rows, null, 'key'));
+    print_report($rows, $pinned, $loads, $conns, $targets, $compare, $opt + ['via' => $via], $clientWhy);
     if ($json !== null) {
         $targets = array_map(static fn ($t) => array_diff_key($t, ['line' => 0]), $targets);
-        file_put_contents($json, json_encode(['options' => $opt, 'rows' => $rows, 'loads' => $loads, 'connections' => $conns,
-            'targets' => $targets, 'client_unusable' => $clientWhy], JSON_PRETTY_PRINT) . "\n");
+        $compare = array_map(static fn ($c) => ['what' => $c[0], 'value' => $c[2], 'limit' => $c[3]], $compare);
+        file_put_contents($json, json_encode(['options' => $opt, 'rows' => $rows,
+            'pinned' => ['cpu' => PIN_CPU, 'processes' => $pinned['processes'], 'affinity_before' => $pinned['affinity_before'],
+                'rows' => $pinned['rows']],
+            'loads' => $loads, 'connections' => $conns, 'targets' => $targets, 'unpinned_comparison' => $compare,
+            'client_unusable' => $clientWhy], JSON_PRETTY_PRINT) . "\n");
     }
     return 0;
 }
