@@ -36,8 +36,8 @@ type env struct {
 	// mysqlCount connects as tetherd's user: MariaDB shows a user without
 	// the PROCESS privilege only its own sessions.
 	mysqlCount *sql.DB
-	mariadbPID      int
-	nginxURL        string // nginx's base: /base/ and /admin route apart
+	mariadbPID int
+	nginxURL   string // nginx's base: /base/ and /admin route apart
 
 	tetherd *exec.Cmd
 	socket  string
@@ -333,7 +333,7 @@ type sessionSampler struct {
 	samples int
 	err     error // the first failed count
 	stopc   chan struct{}
-	done  chan struct{}
+	done    chan struct{}
 }
 
 func (e *env) sampleSessions(db string) *sessionSampler {

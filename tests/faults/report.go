@@ -18,7 +18,9 @@ type report struct {
 }
 
 // say adds a paragraph.
-func (r *report) say(format string, args ...any) { r.lines = append(r.lines, fmt.Sprintf(format, args...), "") }
+func (r *report) say(format string, args ...any) {
+	r.lines = append(r.lines, fmt.Sprintf(format, args...), "")
+}
 
 // table adds a markdown table.
 func (r *report) table(header []string, rows [][]string) {
