@@ -98,6 +98,11 @@ type Loop struct {
 
 	mu        sync.Mutex
 	stopping  bool
+	// closed: Run has returned and wakefd is closed. Its number may belong to
+	// any socket opened since (a backend connection's, say), so nothing may be
+	// written to it any more: a Post or Stop racing the shutdown would put
+	// eight stray bytes into someone else's stream.
+	closed bool
 	posted    []func() // run on the loop at its next wake-up
 	running   []func() // the batch being run; loop goroutine only
 	wakeArmed bool     // the eventfd has been written since the loop last drained it
@@ -214,26 +219,33 @@ func (l *Loop) StopAccepting() {
 // Stop makes Run close every connection and return. Safe from any goroutine.
 func (l *Loop) Stop() {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.stopping = true
-	l.mu.Unlock()
-	l.wake()
+	l.wakeLocked()
 }
 
 // Post runs fn on the loop goroutine, after the functions posted before it.
 // Safe from any goroutine; it never blocks. Functions posted after Stop may
-// not run.
+// not run; once Run has returned, none does.
 func (l *Loop) Post(fn func()) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	l.posted = append(l.posted, fn)
-	armed := l.wakeArmed
-	l.wakeArmed = true
-	l.mu.Unlock()
-	if !armed {
-		l.wake()
+	if !l.wakeArmed {
+		l.wakeArmed = true
+		l.wakeLocked()
 	}
 }
 
-func (l *Loop) wake() {
+// wakeLocked makes epoll_wait return, unless the loop is gone. l.mu held:
+// the shutdown closes wakefd under it.
+func (l *Loop) wakeLocked() {
+	if l.closed {
+		return
+	}
 	var one = [8]byte{1}
 	unix.Write(l.wakefd, one[:])
 }
@@ -503,7 +515,10 @@ func (l *Loop) shutdown() {
 		ln.f.Close()
 		ln.ln.Close()
 	}
+	l.mu.Lock()
+	l.closed = true
 	unix.Close(l.wakefd)
+	l.mu.Unlock()
 	l.epFile.Close()
 }
 

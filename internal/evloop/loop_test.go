@@ -112,3 +112,48 @@ func emfileChild() {
 	l.Stop()
 	<-l.Done()
 }
+
+// TestLoop_PostAfterRunReturned: once Run has returned, its eventfd is closed
+// and the number goes to the next socket opened, such as a backend
+// connection's. A Post or Stop that came late (a dial finishing after its
+// pool closed) used to write the eventfd's eight bytes into that socket: a
+// MariaDB session read them as a command (01 00 00 00 00: "Unknown
+// command"), and its stream was out of step from then on. Nothing may be
+// written once the loop is gone.
+func TestLoop_PostAfterRunReturned(t *testing.T) {
+	l, err := evloop.New(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go l.Run()
+	l.Stop()
+	<-l.Done()
+	// The lowest free descriptors are the loop's, just closed: these sockets
+	// take their numbers.
+	type pair struct{ mine, peer int }
+	var pairs []pair
+	for i := 0; i < 8; i++ {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fds[0])
+		defer syscall.Close(fds[1])
+		syscall.SetNonblock(fds[0], true)
+		syscall.SetNonblock(fds[1], true)
+		pairs = append(pairs, pair{fds[0], fds[1]}, pair{fds[1], fds[0]})
+	}
+	ran := false
+	l.Post(func() { ran = true })
+	l.Stop()
+	time.Sleep(10 * time.Millisecond)
+	for _, p := range pairs {
+		var b [16]byte
+		if n, err := syscall.Read(p.peer, b[:]); n > 0 || err != syscall.EAGAIN {
+			t.Errorf("a socket opened after the loop stopped (fd %d) got %d bytes (%x, %v) from it", p.mine, n, b[:max(n, 0)], err)
+		}
+	}
+	if ran {
+		t.Error("a function posted after the loop stopped ran")
+	}
+}
