@@ -437,6 +437,77 @@ func TestLoopSQL_PoolHolds(t *testing.T) {
 	}
 }
 
+// TestLoopSQL_PipelinedStatementsCancelled: a batch's statements share a
+// connection when the pool has no other (pipelined, one behind the other);
+// when the batch's deadline passes, every one of them must be stopped on the
+// server, not only the one running first: each needs a cancel of its own, and
+// a cancel that reaches the server before its statement began is dropped
+// there, so tetherd repeats it until the statement answers. Before, the
+// second statement ran to its end and the connection was terminated after
+// cancel_timeout (5 s), a new session dialled in its place.
+func TestLoopSQL_PipelinedStatementsCancelled(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 1, 1 })
+			ctx := context.Background()
+			before, err := d.sessions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := dial(t, ts)
+			marker := fmt.Sprintf("pipelined_%d", time.Now().UnixNano())
+			var ops []wire.Request
+			for i := 0; i < 3; i++ {
+				ops = append(ops, wire.Request{Op: wire.OpQuery, Backend: "db", SQL: d.sleep(10, fmt.Sprintf("%s_%d", marker, i))})
+			}
+			start := time.Now()
+			rep := cl.do(wire.Request{ID: 1, Op: wire.OpBatch, TimeoutMS: 300, Ops: ops})
+			answered := time.Since(start)
+			results, _ := rep.Fields["results"].([]any)
+			if len(results) != 3 {
+				t.Fatalf("batch answered %v", rep.Fields)
+			}
+			for i, r := range results {
+				if code := fmt.Sprint(r.(map[string]any)["error"].(map[string]any)["code"]); code != "timeout" {
+					t.Errorf("statement %d: %s, want timeout", i, code)
+				}
+			}
+			// Every statement stops on the server, and soon.
+			var stopped time.Duration
+			for {
+				n, err := d.running(ctx, marker)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					stopped = time.Since(start)
+					break
+				}
+				if time.Since(start) > 3*time.Second {
+					t.Fatalf("%d of the batch's statements still running 3 s after its 300 ms deadline", n)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			// The connection is kept: a statement runs on it, and the pool's
+			// session is still there (a terminated one would have been
+			// replaced; MySQL's side connection for KILL may be new).
+			if rep := cl.do(wire.Request{ID: 2, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"}); rep.Error() != nil {
+				t.Fatalf("the next statement: %v", rep.Error())
+			}
+			after, err := d.sessions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range before {
+				if !contains64(after, id) {
+					t.Errorf("server session %d is gone: the connection was terminated rather than its statements cancelled", id)
+				}
+			}
+			t.Logf("3 pipelined statements given up at 300 ms: answered after %s, all stopped on the server after %s", answered.Round(time.Millisecond), stopped.Round(time.Millisecond))
+		})
+	}
+}
+
 // TestLoopSQL_VanishedClientReleasesLocks: a PHP worker killed in a
 // transaction, in the middle of a statement, must not keep its row locks: the
 // statement is cancelled and the transaction rolled back at once.

@@ -132,7 +132,10 @@ type Conn struct {
 
 	// Cancelling.
 	cancelAt   time.Time
-	killing    bool // the driver's Cancel is running
+	cancelGen  int  // counts cancels, so that a late timer of an earlier one does nothing
+	killing    bool // the driver's Cancel is running, or another is due (killAgain)
+	killAgain  bool // the statement given up was still running after a Cancel: another is due
+	kills      int  // Cancels sent in this cancel
 	probes     int
 	abortingTx bool // roll back the pinned transaction once the cancel is done
 }
@@ -569,8 +572,15 @@ func (c *Conn) Done(r *Request) {
 	p.settle(c, r)
 	p.finish(r)
 	if c.state == stateCancelling {
-		if len(c.sent) > 0 && c.sent[0].State.Abandoned {
-			return // still draining what was given up
+		if c.givenUpRuns() {
+			// Another statement given up runs now: it needs a Cancel of its own.
+			if c.killAgain {
+				p.kill(c)
+			}
+			return
+		}
+		if c.killAgain {
+			c.killing, c.killAgain = false, false // answered: the Cancel due is not needed
 		}
 		p.afterCancel(c)
 		return
@@ -760,10 +770,32 @@ func (p *Pool) cancel(c *Conn) {
 	}
 	c.state = stateCancelling
 	c.cancelAt = time.Now()
-	c.killing = true
+	c.cancelGen++
+	c.kills = 0
 	c.probes = 0
 	p.armTimer(c.cancelAt.Add(cancelTimeout))
-	srv := c.srv
+	p.kill(c)
+}
+
+// Pauses between the Cancels of one cancel: the first soon, then less often.
+const (
+	firstKillPause = 10 * time.Millisecond
+	maxKillPause   = 200 * time.Millisecond
+)
+
+// kill sends the driver's Cancel for the statement c runs now. Once it is
+// done, if the statement given up is still unanswered, another follows after
+// a pause, until it is answered or cancel_timeout terminates the connection:
+// a cancel that reaches the server before the statement has begun is dropped
+// (MySQL's KILL QUERY and PostgreSQL's CancelRequest both only stop a
+// statement that is running; a statement pipelined behind the first, or
+// sent just as its predecessor ended, may not have begun), and each
+// statement given up behind the first needs one of its own. A Cancel that
+// arrives once nothing runs is absorbed by the probe (afterCancel).
+func (p *Pool) kill(c *Conn) {
+	c.killing, c.killAgain = true, false
+	c.kills++
+	srv, gen := c.srv, c.cancelGen
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 		err := p.drv.Cancel(ctx, srv)
@@ -772,12 +804,38 @@ func (p *Pool) cancel(c *Conn) {
 			if err != nil {
 				p.log.Warn("cancel failed", "backend", p.name, "conn", srv.String(), "err", err)
 			}
-			c.killing = false
-			if c.state == stateCancelling {
-				p.afterCancel(c)
+			if c.state != stateCancelling || c.cancelGen != gen {
+				c.killing = false
+				return
 			}
+			if !c.givenUpRuns() {
+				c.killing = false
+				p.afterCancel(c)
+				return
+			}
+			c.killAgain = true
+			pause := min(firstKillPause<<(c.kills-1), maxKillPause)
+			time.AfterFunc(pause, func() {
+				p.loop.Post(func() {
+					if !c.killAgain || c.state != stateCancelling || c.cancelGen != gen {
+						return // answered meanwhile (Done), or over
+					}
+					if c.givenUpRuns() {
+						p.kill(c)
+						return
+					}
+					c.killing, c.killAgain = false, false
+					p.afterCancel(c)
+				})
+			})
 		})
 	}()
+}
+
+// givenUpRuns reports whether the statement c runs now, as far as tetherd
+// knows, is one that was given up.
+func (c *Conn) givenUpRuns() bool {
+	return len(c.sent) > 0 && c.sent[0].State.Abandoned
 }
 
 // afterCancel moves a cancelling connection on once the server has both
