@@ -96,13 +96,13 @@ type Loop struct {
 	flushes   []Flusher         // to flush at the end of this turn; loop goroutine only
 	maxOut    int
 
-	mu        sync.Mutex
-	stopping  bool
+	mu       sync.Mutex
+	stopping bool
 	// closed: Run has returned and wakefd is closed. Its number may belong to
 	// any socket opened since (a backend connection's, say), so nothing may be
 	// written to it any more: a Post or Stop racing the shutdown would put
 	// eight stray bytes into someone else's stream.
-	closed bool
+	closed    bool
 	posted    []func() // run on the loop at its next wake-up
 	running   []func() // the batch being run; loop goroutine only
 	wakeArmed bool     // the eventfd has been written since the loop last drained it
