@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,4 +223,75 @@ func TestLimits_FairShareOfThePool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLimits_MemoryBudget: clients that each hold a legal frame half-sent
+// make tetherd buffer what they announced; past max_memory_bytes, those
+// holding the most are closed (with an error that names the limit) until it
+// is back under, and everyone else is served on. Before the budget, a fault
+// campaign took tetherd from 40 MB to 1.64 GB this way, and out of memory.
+func TestLimits_MemoryBudget(t *testing.T) {
+	// The runtime's soft limit is the process's: give the others theirs back.
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	const budget = 64 << 20
+	ts := startServer(t, func(c *tether.Config) {
+		c.Server.MaxMemoryBytes = budget
+		c.Server.ClientFrameTimeout = tether.Duration(time.Minute) // not what closes them here
+	})
+	half := make([]byte, 4<<20)
+	var attackers []*client
+	for i := 0; i < 24; i++ { // 24 x 8 MiB announced, 4 MiB sent: far over the budget
+		c := dial(t, ts)
+		c.sendRaw(binary.BigEndian.AppendUint32(nil, 8<<20-64))
+		c.sendRaw(half)
+		attackers = append(attackers, c)
+	}
+	bystander := dial(t, ts)
+	bystander.ok(wire.Request{ID: 1, Op: wire.OpPing})
+	// Each attacker is either closed, with the error, or still held.
+	var closed atomic.Int64
+	var wrong atomic.Value
+	var wg sync.WaitGroup
+	for _, c := range attackers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			var h [4]byte
+			if _, err := io.ReadFull(c.conn, h[:]); err != nil {
+				if !strings.Contains(err.Error(), "timeout") {
+					wrong.CompareAndSwap(nil, "closed without an error: "+err.Error())
+				}
+				return // still held
+			}
+			p := make([]byte, binary.BigEndian.Uint32(h[:]))
+			io.ReadFull(c.conn, p)
+			rep, err := wire.DecodeReply(p)
+			if err != nil {
+				wrong.CompareAndSwap(nil, err.Error())
+				return
+			}
+			e := rep.Error()
+			if e == nil || e["code"] != string(tether.CodeUnavailable) || !strings.Contains(fmt.Sprint(e["message"]), fmt.Sprintf("max_memory_bytes = %d", budget)) {
+				wrong.CompareAndSwap(nil, fmt.Sprintf("the error does not name the limit: %v", rep.Fields))
+				return
+			}
+			if _, err := c.conn.Read(h[:]); err == nil {
+				wrong.CompareAndSwap(nil, "not closed after the error")
+				return
+			}
+			closed.Add(1)
+		}()
+	}
+	wg.Wait()
+	if w := wrong.Load(); w != nil {
+		t.Fatal(w)
+	}
+	// What is left held must fit the budget: at least 4 MiB each.
+	if left := 24 - closed.Load(); left*4<<20 > budget {
+		t.Fatalf("%d clients closed; the %d left hold more than the %d MiB budget", closed.Load(), left, budget>>20)
+	}
+	bystander.ok(wire.Request{ID: 2, Op: wire.OpQuery, SQL: "SELECT 1"})
+	t.Logf("%d of 24 clients holding 4 MiB each closed over a %d MiB budget", closed.Load(), budget>>20)
 }
