@@ -1,8 +1,8 @@
-# Tether: make build | run | test | bench | clean. `make test` is the whole suite; CI runs it through .ci/run.
+# Tether: make build | run | test | bench | faults | clean. `make test` is the whole suite; CI runs it through .ci/run.
 
 GO ?= go
 
-.PHONY: build run test bench clean
+.PHONY: build run test bench faults clean
 
 # build compiles the daemon to bin/tetherd.
 build:
@@ -22,6 +22,11 @@ test:
 bench:
 	@if [ -f bench/run.sh ]; then exec bash bench/run.sh; else \
 		echo "make bench: the benchmark lives in bench/, and bench/run.sh does not exist yet" >&2; exit 1; fi
+
+# faults runs the full fault suite (tests/faults; `make test` runs it --quick) and prints its report; see
+# docs/reliability.md. FAULTS_ARGS=--write also records the report there.
+faults:
+	bash tests/faults/run.sh $(FAULTS_ARGS)
 
 # clean removes the binary and the test instances (stopping any a killed test run left behind).
 clean:

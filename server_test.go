@@ -319,6 +319,10 @@ func TestServer_BadInput(t *testing.T) {
 		{name: "CommitWithoutTx", req: wire.Request{ID: 20, Op: wire.OpCommit}, code: tether.CodeBadRequest, id: 20},
 		{name: "ResultTooLarge", req: wire.Request{ID: 21, Op: wire.OpQuery, SQL: "SELECT ?", Params: []any{strings.Repeat("x", 3000)}}, code: tether.CodeTooLarge, id: 21},
 		{name: "BatchWithoutOps", req: wire.Request{ID: 22, Op: wire.OpBatch}, code: tether.CodeBadRequest, id: 22},
+		// docs/protocol.md promises bad_request, connection kept, for these too.
+		{name: "JoinSideNotAMap", raw: mapPayload(map[string]any{"id": 23, "op": "join", "left": "users"}), code: tether.CodeBadRequest, id: 23},
+		{name: "BatchOpNotAMap", raw: msgp.AppendString(msgp.AppendArrayHeader(msgp.AppendString(msgp.AppendString(msgp.AppendString(
+			msgp.AppendInt(msgp.AppendString(msgp.AppendMapHeader(nil, 3), "id"), 24), "op"), "batch"), "ops"), 1), "ping"), code: tether.CodeBadRequest, id: 24},
 	}
 	c := dial(t, ts)
 	for _, tc := range open {

@@ -19,6 +19,9 @@
 #                  expected and serves ab's load without a failed request (no timing asserted)
 # 12. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
 #                  E4 (joins: Tether and PDO return the same rows) run end to end (no timing asserted)
+# 13. faults       tests/faults/run.sh --quick: every fault campaign (killed workers, backend restarts, overload,
+#                  memory attacks, signals, HTTP escapes, fuzzing) at a small scale; each invariant is judged
+#                  (docs/reliability.md; the full run is `make faults`)
 #
 # Everything it starts is stopped by PID on exit, pass or fail; the logs stay in var/test until the next run.
 # Environment: TETHER_TEST_DIR (default <repo>/var/test), TETHER_MARIADB_PORT, TETHER_PG_PORT (see databases.sh).
@@ -84,7 +87,7 @@ cleanup() {
 	stop_postgres
 	stop_cassandra
 	if ((rc == 0)); then
-		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, quickstart, the three benchmarks --quick)\n' "$(since "$T_START")"
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, quickstart, the three benchmarks --quick, the fault suite --quick)\n' "$(since "$T_START")"
 	else
 		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
 			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
@@ -313,4 +316,14 @@ step "fanout bench (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
 	bash bench/fanout/run.sh --quick >"$TEST_DIR/fanout-bench-quick.md" 2>"$TEST_DIR/fanout-bench-quick.log" ||
 	{ tail_file "$TEST_DIR/fanout-bench-quick.log"; die "bench/fanout/run.sh --quick failed"; }
+
+# --- 13 --------------------------------------------------------------------------------------------------------
+# The fault suite, small: its own throwaway MariaDB, PostgreSQL, nginx and tetherds; a failed invariant fails.
+step "faults (quick)"
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
+	bash tests/faults/run.sh --quick >"$TEST_DIR/faults-quick.md" 2>"$TEST_DIR/faults-quick.log" ||
+	{ tail_file "$TEST_DIR/faults-quick.log"; cat "$TEST_DIR/faults-quick.md" >&2; die "tests/faults/run.sh --quick failed"; }
+grep -q '^All campaigns: .*, 0 failed\.$' "$TEST_DIR/faults-quick.md" ||
+	die "tests/faults/run.sh --quick did not report all campaigns passed (see $TEST_DIR/faults-quick.md)"
 STEP=finished
