@@ -97,7 +97,7 @@ func (d *driver) dial(ctx context.Context) (*conn, error) {
 	nd := net.Dialer{Timeout: d.connectTimeout}
 	nc, err := nd.DialContext(ctx, d.cfg.Net, d.cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s %s: %w", d.cfg.Net, d.cfg.Addr, err)
+		return nil, err // a *net.OpError: "dial unix /path: connect: ..." names both already
 	}
 	ok := false
 	defer func() {

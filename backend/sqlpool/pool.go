@@ -76,6 +76,8 @@ const (
 	// cancelTimeout is how long a cancelled statement may take to stop
 	// before its connection is closed and its session terminated.
 	cancelTimeout = 5 * time.Second
+	// dialLogEvery spaces the log lines of failed dials.
+	dialLogEvery = time.Second
 	// maxProbes bounds the probes after a cancel.
 	maxProbes = 3
 )
@@ -103,6 +105,10 @@ type Pool struct {
 	timer    *time.Timer
 	timerAt  time.Time
 	lastDial error // the last dial failure, for the errors of requests that could not be served
+	// Dial failures are logged at most once per dialLogEvery, with how many
+	// were not: while a server is down, every waiting request may dial.
+	dialLoggedAt time.Time
+	dialUnlogged int
 
 	// For Stats, from any goroutine.
 	stOpen, stInUse, stIdle atomic.Int64
@@ -392,7 +398,12 @@ func (p *Pool) dialed(s ServerConn, err error) {
 		p.open--
 		p.updateStats()
 		p.lastDial = err
-		p.log.Warn("connect failed", "backend", p.name, "err", err)
+		if now := time.Now(); now.Sub(p.dialLoggedAt) >= dialLogEvery {
+			p.log.Warn("connect failed", "backend", p.name, "err", err, "failures_not_logged", p.dialUnlogged)
+			p.dialLoggedAt, p.dialUnlogged = now, 0
+		} else {
+			p.dialUnlogged++
+		}
 		if p.open == 0 {
 			// Nothing else will serve the waiting requests.
 			p.failQueue(p.unavailable(err))
