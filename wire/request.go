@@ -236,6 +236,7 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 			bad = field + ": " + describe(err)
 		}
 	}
+	var seen keySet
 	for i := uint32(0); i < n; i++ {
 		var key []byte
 		key, b, err = msgp.ReadMapKeyZC(b)
@@ -244,256 +245,16 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 		}
 		var v []byte // the value's bytes, to skip it after a type error
 		v = b
-		switch string(key) {
-		case "id":
-			var id uint64
-			id, b, err = readUint(b)
-			if err == nil && (id == 0 || id > math.MaxUint32) {
-				err = errors.New("must be between 1 and 4294967295")
-			}
-			if err == nil {
-				r.ID, r.HasID = uint32(id), true
-			} else {
-				fail("id", err)
-			}
-		case "op":
-			var s []byte
-			s, b, err = msgp.ReadStringZC(b)
-			if err == nil {
-				// The name is kept only for the error of an op not known.
-				if r.Op = parseOp(s); r.Op == OpUnknown {
-					r.OpName = string(s)
-				}
-			} else {
-				fail("op", err)
-			}
-		case "backend":
-			r.Backend, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("backend", err)
-			}
-		case "sql":
-			r.SQL, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("sql", err)
-			}
-		case "params":
-			r.Params, b, err = readParams(b, r.Params)
-			if err != nil {
-				fail("params", err)
-			}
-		case "tx":
-			r.Tx, b, err = readUint(b)
-			if err != nil {
-				fail("tx", err)
-			}
-		case "timeout_ms":
-			var t uint64
-			t, b, err = readUint(b)
-			if err == nil && t > math.MaxUint32 {
-				err = errors.New("too large")
-			}
-			if err == nil {
-				r.TimeoutMS = uint32(t)
-			} else {
-				fail("timeout_ms", err)
-			}
-		case "ops":
-			if depth > 0 {
-				err = errors.New("a batch operation cannot hold a batch")
-				fail("ops", err)
-				break
-			}
-			r.Ops, b, err = readOps(b, depth)
-			if err != nil {
-				var re *RequestError
-				if errors.As(err, &re) && re.Fatal {
-					return b, err
-				}
-				fail("ops", err)
-			}
-		case "token":
-			r.Token, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("token", err)
-			}
-		case "table":
-			r.Table, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("table", err)
-			}
-		case "key":
-			r.Key, b, err = readParams(b, nil)
-			if err != nil {
-				fail("key", err)
-			}
-		case "keys":
-			r.Keys, b, err = readKeys(b)
-			if err != nil {
-				fail("keys", err)
-			}
-		case "columns":
-			r.Columns, b, err = readStrings(b)
-			if err != nil {
-				fail("columns", err)
-			}
-		case "families":
-			r.Families, b, err = readStrings(b)
-			if err != nil {
-				fail("families", err)
-			}
-		case "prefix":
-			r.Prefix, b, err = readParams(b, nil)
-			if err != nil {
-				fail("prefix", err)
-			}
-		case "start":
-			r.Start, b, err = readParams(b, nil)
-			if err != nil {
-				fail("start", err)
-			}
-		case "end":
-			r.End, b, err = readParams(b, nil)
-			if err != nil {
-				fail("end", err)
-			}
-		case "limit":
-			var l uint64
-			l, b, err = readUint(b)
-			if err == nil && l > math.MaxUint32 {
-				err = errors.New("too large")
-			}
-			if err == nil {
-				r.Limit = uint32(l)
-			} else {
-				fail("limit", err)
-			}
-		case "cursor":
-			r.Cursor, b, err = readBytes(b)
-			if err != nil {
-				fail("cursor", err)
-			}
-		case "row":
-			r.Row, b, err = readRow(b)
-			if err != nil {
-				fail("row", err)
-			}
-		case "latest":
-			r.Latest, b, err = msgp.ReadBoolBytes(b)
-			if err != nil {
-				fail("latest", err)
-			}
-		case "mutations":
-			r.Mutations, b, err = readMutations(b)
-			if err != nil {
-				fail("mutations", err)
-			}
-		case "if_true":
-			r.IfTrue, b, err = readMutations(b)
-			if err != nil {
-				fail("if_true", err)
-			}
-		case "if_false":
-			r.IfFalse, b, err = readMutations(b)
-			if err != nil {
-				fail("if_false", err)
-			}
-		case "family":
-			r.Family, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("family", err)
-			}
-		case "qualifier":
-			r.Qualifier, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("qualifier", err)
-			}
-		case "value":
-			var vs []any
-			vs, b, err = readScalar(b, nil)
-			if err == nil {
-				r.Value = vs[0]
-			} else {
-				fail("value", err)
-			}
-		case "delta":
-			r.Delta, b, err = msgp.ReadInt64Bytes(b)
-			if err != nil {
-				fail("delta", err)
-			}
-		case "columnar":
-			r.Columnar, b, err = msgp.ReadBoolBytes(b)
-			if err != nil {
-				fail("columnar", err)
-			}
-		case "method":
-			r.Method, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("method", err)
-			}
-		case "path":
-			r.Path, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("path", err)
-			}
-		case "headers":
-			r.Headers, b, err = readHeaders(b)
-			if err != nil {
-				fail("headers", err)
-			}
-		case "body":
-			r.Body, b, err = readBytes(b)
-			if err != nil {
-				fail("body", err)
-			}
-		case "left", "right":
-			if depth > 1 {
-				err = errors.New("a join side cannot hold a join")
-				fail(string(key), err)
-				break
-			}
-			if t := msgp.NextType(b); t != msgp.MapType {
-				// Content, not framing: answered bad_request, the connection kept.
-				err = fmt.Errorf("want a map, got %s", t)
-				fail(string(key), err)
-				break
-			}
-			side := &Request{}
-			b, err = decodeRequestMap(b, side, depth+2)
-			if err != nil {
-				var re *RequestError
-				if errors.As(err, &re) && re.Fatal {
-					return b, err
-				}
-				if errors.As(err, &re) {
-					err = errors.New(re.Msg)
-				}
-				fail(string(key), err)
-				break
-			}
-			if key[0] == 'l' {
-				r.Left = side
-			} else {
-				r.Right = side
-			}
-		case "on":
-			r.On, b, err = readStrings(b)
-			if err != nil {
-				fail("on", err)
-			}
-		case "kind":
-			r.Kind, b, err = msgp.ReadStringBytes(b)
-			if err != nil {
-				fail("kind", err)
-			}
-		case "order_by":
-			r.OrderBy, b, err = readStrings(b)
-			if err != nil {
-				fail("order_by", err)
-			}
-		default:
-			err = errors.New("unknown field")
+		if seen.add(key) {
+			// The last one winning would let a request say two things, and
+			// an earlier value half-applied (an unknown op's name) linger.
+			err = errors.New("given twice")
 			fail(fmt.Sprintf("%q", key), err)
+		} else {
+			err = r.decodeField(key, &b, depth, fail)
+			if re := (*RequestError)(nil); err != nil && errors.As(err, &re) && re.Fatal {
+				return b, err // the frame is broken: nothing to skip to
+			}
 		}
 		if err != nil {
 			// Skip whatever the value was; if even that fails the frame is broken.
@@ -506,6 +267,298 @@ func decodeRequestMap(b []byte, r *Request, depth int) ([]byte, error) {
 		return b, &RequestError{ID: r.ID, Msg: bad}
 	}
 	return b, nil
+}
+
+// keySet is the keys of one map seen so far; a request has a few, so a
+// scan of a small array beats a map.
+type keySet struct {
+	few  [16][]byte
+	n    int
+	many map[string]struct{}
+}
+
+// add records key and reports whether it was there already.
+func (s *keySet) add(key []byte) bool {
+	for _, k := range s.few[:s.n] {
+		if string(k) == string(key) {
+			return true
+		}
+	}
+	if s.many != nil {
+		if _, ok := s.many[string(key)]; ok {
+			return true
+		}
+		s.many[string(key)] = struct{}{}
+		return false
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = key
+		s.n++
+		return false
+	}
+	s.many = make(map[string]struct{})
+	s.many[string(key)] = struct{}{}
+	return false
+}
+
+// decodeField decodes the value of one field of a request map from *bp
+// into r. A value of the wrong type is reported to fail and returned, for
+// the caller to skip; a broken frame is returned as a fatal *RequestError.
+func (r *Request) decodeField(key []byte, bp *[]byte, depth int, fail func(string, error)) (err error) {
+	b := *bp
+	defer func() { *bp = b }()
+	switch string(key) {
+	case "id":
+		var id uint64
+		id, b, err = readUint(b)
+		if err == nil && (id == 0 || id > math.MaxUint32) {
+			err = errors.New("must be between 1 and 4294967295")
+		}
+		if err == nil {
+			r.ID, r.HasID = uint32(id), true
+		} else {
+			fail("id", err)
+		}
+	case "op":
+		var s []byte
+		s, b, err = msgp.ReadStringZC(b)
+		if err == nil {
+			// The name is kept only for the error of an op not known.
+			if r.Op = parseOp(s); r.Op == OpUnknown {
+				r.OpName = string(s)
+			}
+		} else {
+			fail("op", err)
+		}
+	case "backend":
+		r.Backend, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("backend", err)
+		}
+	case "sql":
+		r.SQL, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("sql", err)
+		}
+	case "params":
+		r.Params, b, err = readParams(b, r.Params)
+		if err != nil {
+			fail("params", err)
+		}
+	case "tx":
+		r.Tx, b, err = readUint(b)
+		if err != nil {
+			fail("tx", err)
+		}
+	case "timeout_ms":
+		var t uint64
+		t, b, err = readUint(b)
+		if err == nil && t > math.MaxUint32 {
+			err = errors.New("too large")
+		}
+		if err == nil {
+			r.TimeoutMS = uint32(t)
+		} else {
+			fail("timeout_ms", err)
+		}
+	case "ops":
+		if depth > 0 {
+			err = errors.New("a batch operation cannot hold a batch")
+			fail("ops", err)
+			break
+		}
+		r.Ops, b, err = readOps(b, depth)
+		if err != nil {
+			var re *RequestError
+			if errors.As(err, &re) && re.Fatal {
+				return err
+			}
+			fail("ops", err)
+		}
+	case "token":
+		r.Token, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("token", err)
+		}
+	case "table":
+		r.Table, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("table", err)
+		}
+	case "key":
+		r.Key, b, err = readParams(b, nil)
+		if err != nil {
+			fail("key", err)
+		}
+	case "keys":
+		r.Keys, b, err = readKeys(b)
+		if err != nil {
+			fail("keys", err)
+		}
+	case "columns":
+		r.Columns, b, err = readStrings(b)
+		if err != nil {
+			fail("columns", err)
+		}
+	case "families":
+		r.Families, b, err = readStrings(b)
+		if err != nil {
+			fail("families", err)
+		}
+	case "prefix":
+		r.Prefix, b, err = readParams(b, nil)
+		if err != nil {
+			fail("prefix", err)
+		}
+	case "start":
+		r.Start, b, err = readParams(b, nil)
+		if err != nil {
+			fail("start", err)
+		}
+	case "end":
+		r.End, b, err = readParams(b, nil)
+		if err != nil {
+			fail("end", err)
+		}
+	case "limit":
+		var l uint64
+		l, b, err = readUint(b)
+		if err == nil && l > math.MaxUint32 {
+			err = errors.New("too large")
+		}
+		if err == nil {
+			r.Limit = uint32(l)
+		} else {
+			fail("limit", err)
+		}
+	case "cursor":
+		r.Cursor, b, err = readBytes(b)
+		if err != nil {
+			fail("cursor", err)
+		}
+	case "row":
+		r.Row, b, err = readRow(b)
+		if err != nil {
+			fail("row", err)
+		}
+	case "latest":
+		r.Latest, b, err = msgp.ReadBoolBytes(b)
+		if err != nil {
+			fail("latest", err)
+		}
+	case "mutations":
+		r.Mutations, b, err = readMutations(b)
+		if err != nil {
+			fail("mutations", err)
+		}
+	case "if_true":
+		r.IfTrue, b, err = readMutations(b)
+		if err != nil {
+			fail("if_true", err)
+		}
+	case "if_false":
+		r.IfFalse, b, err = readMutations(b)
+		if err != nil {
+			fail("if_false", err)
+		}
+	case "family":
+		r.Family, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("family", err)
+		}
+	case "qualifier":
+		r.Qualifier, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("qualifier", err)
+		}
+	case "value":
+		var vs []any
+		vs, b, err = readScalar(b, nil)
+		if err == nil {
+			r.Value = vs[0]
+		} else {
+			fail("value", err)
+		}
+	case "delta":
+		r.Delta, b, err = msgp.ReadInt64Bytes(b)
+		if err != nil {
+			fail("delta", err)
+		}
+	case "columnar":
+		r.Columnar, b, err = msgp.ReadBoolBytes(b)
+		if err != nil {
+			fail("columnar", err)
+		}
+	case "method":
+		r.Method, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("method", err)
+		}
+	case "path":
+		r.Path, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("path", err)
+		}
+	case "headers":
+		r.Headers, b, err = readHeaders(b)
+		if err != nil {
+			fail("headers", err)
+		}
+	case "body":
+		r.Body, b, err = readBytes(b)
+		if err != nil {
+			fail("body", err)
+		}
+	case "left", "right":
+		if depth > 1 {
+			err = errors.New("a join side cannot hold a join")
+			fail(string(key), err)
+			break
+		}
+		if t := msgp.NextType(b); t != msgp.MapType {
+			// Content, not framing: answered bad_request, the connection kept.
+			err = fmt.Errorf("want a map, got %s", t)
+			fail(string(key), err)
+			break
+		}
+		side := &Request{}
+		b, err = decodeRequestMap(b, side, depth+2)
+		if err != nil {
+			var re *RequestError
+			if errors.As(err, &re) && re.Fatal {
+				return err
+			}
+			if errors.As(err, &re) {
+				err = errors.New(re.Msg)
+			}
+			fail(string(key), err)
+			break
+		}
+		if key[0] == 'l' {
+			r.Left = side
+		} else {
+			r.Right = side
+		}
+	case "on":
+		r.On, b, err = readStrings(b)
+		if err != nil {
+			fail("on", err)
+		}
+	case "kind":
+		r.Kind, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("kind", err)
+		}
+	case "order_by":
+		r.OrderBy, b, err = readStrings(b)
+		if err != nil {
+			fail("order_by", err)
+		}
+	default:
+		err = errors.New("unknown field")
+		fail(fmt.Sprintf("%q", key), err)
+	}
+	return err
 }
 
 func readOps(b []byte, depth int) ([]Request, []byte, error) {

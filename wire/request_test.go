@@ -59,6 +59,10 @@ func TestDecodeRequest(t *testing.T) {
 		{"JoinRightNotAMap", mapOf("id", 11, "op", "join", "right", msgp.AppendArrayHeader(nil, 0)), 11, "right: want a map"},
 		{"BatchOpNotAMap", mapOf("id", 12, "op", "batch", "ops",
 			msgp.AppendInt(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "ping"), 7)), 12, "op 0: want a map"},
+		// A key given twice would let the last win, and an earlier unknown op's name linger (found by fuzzing).
+		{"DuplicateKey", mapOf("id", 13, "op", "frobnicate", "op", "ping"), 13, `"op": given twice`},
+		{"DuplicateKeyInBatchOp", mapOf("id", 14, "op", "batch", "ops",
+			append(msgp.AppendArrayHeader(nil, 1), mapOf("op", "query", "sql", "a", "sql", "b")...)), 14, `"sql": given twice`},
 	}
 	for _, tc := range contentErrors {
 		t.Run(tc.name, func(t *testing.T) {
