@@ -74,7 +74,7 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 			// max_client_requests in flight: the rest waits in the socket,
 			// not in tetherd, until replies go out (unpend resumes).
 			c.PauseReading()
-			ss.partialSince = 0
+			ss.partialSince, ss.partialHeld = 0, 0
 			return used
 		}
 		limit := s.cfg.Server.MaxFrameBytes
@@ -86,6 +86,7 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 			if ss.partialSince == 0 {
 				ss.partialSince = s.clock // client_frame_timeout runs from here
 			}
+			s.notePartial(ss, len(in)-used)
 			return used
 		}
 		if err != nil {
@@ -104,7 +105,7 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 			return len(in)
 		}
 	}
-	ss.partialSince = 0
+	ss.partialSince, ss.partialHeld = 0, 0
 	return used
 }
 
@@ -145,7 +146,9 @@ func (s *Server) authenticate(ss *session, payload []byte) bool {
 func (s *Server) replyNow(ss *session, build func(b []byte) []byte) {
 	b, start := wire.BeginFrame(s.loopBuf[:0])
 	b = wire.EndFrame(build(b), start)
-	ss.conn.WriteLater(b)
+	if err := ss.conn.WriteLater(b); err == evloop.ErrOutputLimit {
+		s.noteOutputLimit()
+	}
 	if cap(b) <= 1<<20 {
 		s.loopBuf = b
 	}
@@ -359,7 +362,9 @@ func (s *Server) reply(ss *session, build func(b []byte) []byte) {
 	bp := replyBufs.Get().(*[]byte)
 	b, start := wire.BeginFrame((*bp)[:0])
 	b = wire.EndFrame(build(b), start)
-	ss.conn.Write(b)
+	if err := ss.conn.Write(b); err == evloop.ErrOutputLimit {
+		s.noteOutputLimit()
+	}
 	if cap(b) <= 1<<20 {
 		*bp = b
 		replyBufs.Put(bp)

@@ -25,7 +25,10 @@ import (
 //   - output: max_client_output_bytes of replies queued for a client that does
 //     not read, past which it is closed;
 //   - all of it together: max_memory_bytes, the Go runtime's soft limit, past
-//     which the connections holding the most are closed;
+//     which the connections holding the most are closed; checked by every
+//     sweep and after every inputCheckEvery bytes of partial frames taken
+//     in, so that a burst of half-sent frames cannot run far past it
+//     between sweeps;
 //   - time: client_idle_timeout, if set; a TCP client must send its hello
 //     within preAuthTimeout.
 //
@@ -39,6 +42,17 @@ const (
 	// memorySlack is kept below max_memory_bytes when closing connections
 	// to get back under it.
 	memorySlack = 0.9
+	// inputCheckEvery: the memory budget is checked again after this many
+	// bytes of partial frames were taken in, between sweeps.
+	inputCheckEvery = 4 << 20
+	// Once clients' buffers let go of, or memory the runtime holds free (not
+	// returned to the system), pass returnMemoryAt, it is collected and
+	// returned, at most every returnMemoryEvery: after a burst of large
+	// frames or replies, RSS comes back down in seconds, not minutes (with
+	// nothing allocating, the runtime would not collect, and its scavenger
+	// returns memory slowly by design).
+	returnMemoryAt    = 64 << 20
+	returnMemoryEvery = 5 * time.Second
 )
 
 // onOpenLimits counts a new connection, refusing it past max_client_conns;
@@ -73,21 +87,39 @@ func (s *Server) startSweeper() {
 		defer close(s.sweepDone)
 		t := time.NewTicker(clientSweepPeriod)
 		defer t.Stop()
+		var returned time.Time
+		var dropped int64 // connection buffers let go of since memory was last returned
 		for {
 			select {
 			case <-s.sweepStop:
 				return
 			case <-t.C:
-				heap := heapBytes()
-				s.loop.Post(func() { s.sweepClients(heap) })
+				s.loop.Post(s.sweepClients)
+				dropped += s.loop.TakeDropped()
+				if time.Since(returned) >= returnMemoryEvery && (dropped > returnMemoryAt || heapFreeBytes() > returnMemoryAt) &&
+					s.freeing.CompareAndSwap(false, true) {
+					// Clients' buffers let go of are garbage the runtime
+					// collects only when something allocates again, and
+					// memory it frees it returns to the system slowly.
+					debug.FreeOSMemory()
+					s.freeing.Store(false)
+					returned, dropped = time.Now(), 0
+				}
 			}
 		}
 	}()
 }
 
-// heapBytes returns the memory the Go runtime holds for objects and buffers.
-func heapBytes() int64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+// heapBytes returns the memory the Go runtime holds for objects and buffers
+// (including garbage not collected yet).
+func heapBytes() int64 { return readMetric("/memory/classes/heap/objects:bytes") }
+
+// heapFreeBytes returns the heap memory that is free but not returned to the
+// system: part of RSS, of use to no one.
+func heapFreeBytes() int64 { return readMetric("/memory/classes/heap/free:bytes") }
+
+func readMetric(name string) int64 {
+	sample := []metrics.Sample{{Name: name}}
 	metrics.Read(sample)
 	if sample[0].Value.Kind() != metrics.KindUint64 {
 		return 0
@@ -95,10 +127,47 @@ func heapBytes() int64 {
 	return int64(sample[0].Value.Uint64())
 }
 
+// notePartial counts what a connection's partial frame has grown to, and
+// checks the memory budget after every inputCheckEvery bytes taken in this
+// way. Loop goroutine.
+func (s *Server) notePartial(ss *session, held int) {
+	if held <= ss.partialHeld {
+		return
+	}
+	s.inputGrowth += int64(held - ss.partialHeld)
+	ss.partialHeld = held
+	if s.inputGrowth < inputCheckEvery {
+		return
+	}
+	s.inputGrowth = 0
+	if heap := heapBytes(); heap > s.cfg.Server.MaxMemoryBytes {
+		s.shedMemory(heap)
+	}
+}
+
+// noteOutputLimit counts a client closed for not reading its replies and
+// logs the count, at most once a second. Safe from any goroutine.
+func (s *Server) noteOutputLimit() {
+	s.outputClosed.Add(1)
+	s.logOutputClosed()
+}
+
+// logOutputClosed logs the clients closed for max_client_output_bytes since
+// the last line, if a second has passed since it. Safe from any goroutine.
+func (s *Server) logOutputClosed() {
+	now := time.Now().UnixNano()
+	last := s.outputLogged.Load()
+	if now-last < int64(time.Second) || s.outputClosed.Load() == 0 || !s.outputLogged.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("client connections closed: they do not read their replies", "limit", "server.max_client_output_bytes",
+		"value", s.cfg.Server.MaxClientOutputBytes, "closed", s.outputClosed.Swap(0))
+}
+
 // sweepClients closes the connections past a time bound, and, when the heap
 // is over max_memory_bytes, the ones holding the most until it would be back
 // under. Loop goroutine.
-func (s *Server) sweepClients(heap int64) {
+func (s *Server) sweepClients() {
 	s.clock = time.Now().UnixNano()
 	now := s.clock
 	sc := s.cfg.Server
@@ -119,9 +188,11 @@ func (s *Server) sweepClients(heap int64) {
 		s.log.Warn("client connections refused", "limit", "server.max_client_conns", "value", sc.MaxClientConns, "refused", s.rejected)
 		s.rejected, s.rejectLogged = 0, now
 	}
-	if heap > sc.MaxMemoryBytes {
+	if heap := heapBytes(); heap > sc.MaxMemoryBytes {
 		s.shedMemory(heap)
 	}
+	s.logOutputClosed() // the closes of the last second, had none followed
+
 }
 
 // closeClient answers ss an error (id 0: no request of its) and closes it.
@@ -137,6 +208,11 @@ func (s *Server) closeClient(ss *session, code Code, format string, args ...any)
 // frames, replies they do not read) until the heap would be back under
 // max_memory_bytes: they are what one client can make tetherd hold.
 func (s *Server) shedMemory(heap int64) {
+	if s.freeing.Load() {
+		// What the last shed let go of is being collected: the heap figure
+		// still counts it, and closing more now would close too many.
+		return
+	}
 	limit := s.cfg.Server.MaxMemoryBytes
 	type holder struct {
 		ss *session
@@ -150,6 +226,7 @@ func (s *Server) shedMemory(heap int64) {
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].n > hs[j].n })
 	target := int64(float64(limit) * memorySlack)
+	shed := false
 	for _, h := range hs {
 		if heap <= target {
 			break
@@ -157,7 +234,16 @@ func (s *Server) shedMemory(heap int64) {
 		s.log.Warn("memory budget exceeded: closing the client connection holding the most",
 			"limit", "server.max_memory_bytes", "value", limit, "heap", heap, "held", h.n)
 		s.closeClient(h.ss, CodeUnavailable, "tetherd is over its memory budget (server.max_memory_bytes = %d) and this connection holds %d bytes; closing connection", limit, h.n)
+		h.ss.conn.DropBuffers() // garbage now, not once the loop has seen the close
 		heap -= int64(h.n)
+		shed = true
+	}
+	if shed && s.freeing.CompareAndSwap(false, true) {
+		// Collect it, and give it back to the system, now.
+		go func() {
+			debug.FreeOSMemory()
+			s.freeing.Store(false)
+		}()
 	}
 }
 

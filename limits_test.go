@@ -128,6 +128,14 @@ func TestLimits_MaxClientOutputBytes(t *testing.T) {
 	}
 	t.Logf("%d of 64 replies reached the client before its connection was closed", got)
 	dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpPing}) // and tetherd serves others
+	// The client cannot be told (it does not read): the log says which limit.
+	deadline := time.Now().Add(3 * time.Second)
+	for !strings.Contains(ts.logs.String(), "limit=server.max_client_output_bytes value=262144 closed=1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line names the limit; the log: %s", ts.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestLimits_ReadsPauseAtMaxClientRequests: a client that pipelines many slow

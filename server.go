@@ -51,6 +51,14 @@ type Server struct {
 	rejectLogged int64
 	sweepStop    chan struct{}
 	sweepDone    chan struct{}
+	inputGrowth  int64 // partial-frame bytes taken in since the memory budget was last checked
+	// freeing: memory shed from closed clients is being collected and
+	// returned to the system; the heap figure still counts it meanwhile.
+	freeing atomic.Bool
+	// Clients closed for max_client_output_bytes (from any goroutine), and
+	// when that was last logged (unix nanos).
+	outputClosed atomic.Int64
+	outputLogged atomic.Int64
 	draining     atomic.Bool
 	nextTx       atomic.Uint64
 

@@ -1,6 +1,7 @@
 package tether_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -31,6 +32,26 @@ type testServer struct {
 	dbPath string
 	served chan error
 	once   sync.Once
+	logs   *lockedBuffer // what the server logged (warnings and up)
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutines and the
+// test's.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startServer runs a tetherd with a SQLite backend "main" on a temp socket.
@@ -67,14 +88,15 @@ func startServerWith(t testing.TB, tweak func(*tether.Config), given map[string]
 		}
 		backends[name] = b
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv := tether.NewServer(cfg, backends, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{Server: srv, cfg: cfg, socket: cfg.Server.Socket, dbPath: dbPath, served: make(chan error, 1)}
+	ts := &testServer{Server: srv, cfg: cfg, socket: cfg.Server.Socket, dbPath: dbPath, served: make(chan error, 1), logs: logs}
 	go func() { ts.served <- srv.Serve() }()
 	t.Cleanup(func() { ts.shutdown(t, 5*time.Second) })
 	return ts

@@ -27,6 +27,7 @@ type session struct {
 	opened       int64        // when the connection was accepted
 	lastActive   int64        // when its last frame came
 	partialSince int64        // when the partial frame it holds began; 0: none
+	partialHeld  int          // the bytes of that partial frame taken in so far (for the memory budget)
 	pending      atomic.Int32 // requests handed off and not yet answered
 	beginning    atomic.Int32 // begins not yet answered (max_client_txs counts them)
 

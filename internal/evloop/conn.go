@@ -82,14 +82,30 @@ func (c *Conn) WriteLater(b []byte) error {
 }
 
 // queueLocked appends b to the output queue, closing a connection whose
-// queue passes the limit.
+// queue passes the limit (ErrOutputLimit, once: the caller says so).
 func (c *Conn) queueLocked(b []byte) error {
 	if len(c.out)+len(b) > c.loop.maxOut {
+		if c.closing.Load() {
+			return ErrClosed
+		}
 		c.shutdownLocked()
-		return ErrClosed
+		return ErrOutputLimit
 	}
 	c.out = append(c.out, b...)
 	return nil
+}
+
+// DropBuffers lets go of the connection's buffered input and unsent output
+// at once, for a connection being closed to free memory: otherwise they are
+// held until the loop has seen the close. Loop goroutine only.
+func (c *Conn) DropBuffers() {
+	n := cap(c.in)
+	c.in = nil
+	c.mu.Lock()
+	n += cap(c.out)
+	c.out = nil
+	c.mu.Unlock()
+	c.loop.dropped.Add(int64(n))
 }
 
 // Flush implements Flusher: it writes what WriteLater queued.

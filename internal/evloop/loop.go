@@ -38,6 +38,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -75,6 +76,10 @@ type Flusher interface {
 // Errors.
 var (
 	ErrClosed = errors.New("connection closed")
+	// ErrOutputLimit: the write would have queued more than the loop's
+	// maxOut for a connection that does not read its replies, so it was
+	// closed instead. Returned once per connection.
+	ErrOutputLimit = errors.New("connection closed: its unread output passed the limit")
 )
 
 const (
@@ -95,6 +100,11 @@ type Loop struct {
 	watchers  map[int]Watcher   // by fd; loop goroutine only
 	flushes   []Flusher         // to flush at the end of this turn; loop goroutine only
 	maxOut    int
+
+	// dropped counts the bytes of connection buffers let go of since
+	// TakeDropped: garbage the runtime may not collect (and so RSS that
+	// stays) until something allocates again.
+	dropped atomic.Int64
 
 	mu       sync.Mutex
 	stopping bool
@@ -295,6 +305,11 @@ func (l *Loop) Unwatch(fd int) {
 	}
 }
 
+// TakeDropped returns the bytes of connection buffers let go of since its
+// last call (closed connections, large frames done with). Safe from any
+// goroutine.
+func (l *Loop) TakeDropped() int64 { return l.dropped.Swap(0) }
+
 // Done is closed when Run has returned.
 func (l *Loop) Done() <-chan struct{} { return l.done }
 
@@ -454,9 +469,14 @@ func (l *Loop) feed(c *Conn, data []byte) {
 	}
 	rest := data[used:]
 	switch {
+	case used == 0 && len(c.in) > 0:
+		// Nothing taken (a frame still partial): it stays where it is.
+		// Moving it onto itself would copy the whole partial frame on
+		// every read, quadratic in its size.
 	case len(rest) == 0:
 		c.in = c.in[:0]
 		if cap(c.in) > 4*readChunk {
+			l.dropped.Add(int64(cap(c.in)))
 			c.in = nil // do not pin a large frame's buffer on an idle connection
 		}
 	case len(c.in) > 0:
@@ -500,7 +520,8 @@ func (l *Loop) closeConn(c *Conn) {
 	c.closed = true
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	unix.Close(c.fd)
-	c.out = nil
+	l.dropped.Add(int64(cap(c.in) + cap(c.out)))
+	c.in, c.out = nil, nil
 	c.mu.Unlock()
 	delete(l.conns, c.fd)
 	l.handler.OnClose(c)
