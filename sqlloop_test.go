@@ -508,6 +508,51 @@ func TestLoopSQL_PipelinedStatementsCancelled(t *testing.T) {
 	}
 }
 
+// TestLoopSQL_DeadlineTooNearNotSent: a request that waited for a connection
+// and has less time left than its statement takes is answered timeout
+// (retryable: it did not run) instead of being sent to be cancelled half way.
+// Under overload with deadlines, sending such requests is what collapsed
+// goodput: the server worked on statements nobody would get (the overload
+// campaign of tests/faults measured 8-21% of capacity before).
+func TestLoopSQL_DeadlineTooNearNotSent(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 1, 1 })
+			stmt := d.sleep(0.05, "too_near")
+			// The pool learns what the statement takes while others wait.
+			var wg sync.WaitGroup
+			for i := 0; i < 3; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := dial(t, ts)
+					for j := 0; j < 2; j++ {
+						c.ok(wire.Request{ID: uint32(j + 1), Op: wire.OpQuery, Backend: "db", SQL: stmt})
+					}
+				}()
+			}
+			wg.Wait()
+			// The one connection busy for 300 ms; then a request with 30 ms
+			// left for a statement of 50 ms.
+			busy := dial(t, ts)
+			busy.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: d.sleep(0.3, "too_near_busy")})
+			time.Sleep(20 * time.Millisecond)
+			late := dial(t, ts)
+			rep := late.do(wire.Request{ID: 2, Op: wire.OpQuery, Backend: "db", SQL: stmt, TimeoutMS: 310})
+			e := errCode(t, rep, tether.CodeTimeout)
+			if e["retry"] != true {
+				t.Fatalf("the request was sent with too little time left and cancelled: %v", e)
+			}
+			if busy.recv().Error() != nil {
+				t.Fatal("the statement that held the connection failed")
+			}
+			// A request with time enough still runs.
+			late.ok(wire.Request{ID: 3, Op: wire.OpQuery, Backend: "db", SQL: stmt, TimeoutMS: 2000})
+			t.Logf("answered: %v", e["message"])
+		})
+	}
+}
+
 // TestLoopSQL_VanishedClientReleasesLocks: a PHP worker killed in a
 // transaction, in the middle of a statement, must not keep its row locks: the
 // statement is cancelled and the transaction rolled back at once.

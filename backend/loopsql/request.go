@@ -85,6 +85,7 @@ type Request struct {
 // State is a pool's bookkeeping of one request.
 type State struct {
 	Queued    time.Time // when it entered the wait queue
+	Sent      time.Time // when it was sent, if others were waiting then (to learn what statements cost)
 	Conn      any       // the pool's connection it was sent on
 	Abandoned bool      // answered already (deadline, client gone); its answer is dropped
 	Finished  bool      // Done has been called
