@@ -1,0 +1,93 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\DBAL;
+
+/**
+ * SqlText reads what the driver must know of a statement before sending it: whether it returns rows (sent as a
+ * tetherd `query`, else as an `exec` that reports affected rows and the insert id), and whether it controls the
+ * transaction by its text. It looks at the leading keywords only, after white space, comments and opening
+ * parentheses; tetherd itself decides everything about session state by the server's report.
+ */
+final class SqlText
+{
+    /** Leading keywords of statements that return rows. */
+    private const ROW_KEYWORDS = ['SELECT', 'WITH', 'SHOW', 'VALUES', 'EXPLAIN', 'DESCRIBE', 'DESC', 'TABLE', 'CALL', 'PRAGMA', 'FETCH'];
+
+    private function __construct()
+    {
+    }
+
+    /**
+     * leadingWords returns the first $n words of $sql in upper case, skipping white space, `--` and `#` line
+     * comments, block comments and opening parentheses.
+     *
+     * @return list<string>
+     */
+    public static function leadingWords(string $sql, int $n = 2): array
+    {
+        $words = [];
+        $i = 0;
+        $len = \strlen($sql);
+        while ($i < $len && \count($words) < $n) {
+            $c = $sql[$i];
+            if (\ctype_space($c) || $c === '(' || $c === ';') {
+                $i++;
+            } elseif ($c === '-' && ($sql[$i + 1] ?? '') === '-' || $c === '#') {
+                $end = \strpos($sql, "\n", $i);
+                $i = $end === false ? $len : $end + 1;
+            } elseif ($c === '/' && ($sql[$i + 1] ?? '') === '*') {
+                $end = \strpos($sql, '*/', $i + 2);
+                $i = $end === false ? $len : $end + 2;
+            } elseif (\preg_match('/\G[A-Za-z_]+/', $sql, $m, 0, $i) === 1) {
+                $words[] = \strtoupper($m[0]);
+                $i += \strlen($m[0]);
+            } else {
+                break;
+            }
+        }
+
+        return $words;
+    }
+
+    /** returnsRows tells whether $sql is a statement that returns rows (SELECT, SHOW, ..., or one with RETURNING). */
+    public static function returnsRows(string $sql): bool
+    {
+        $first = self::leadingWords($sql, 1)[0] ?? '';
+
+        return \in_array($first, self::ROW_KEYWORDS, true) || \preg_match('/\bRETURNING\b/i', $sql) === 1;
+    }
+
+    /** isInsert tells whether $sql is an INSERT without RETURNING. */
+    public static function isInsert(string $sql): bool
+    {
+        return (self::leadingWords($sql, 1)[0] ?? '') === 'INSERT' && \preg_match('/\bRETURNING\b/i', $sql) !== 1;
+    }
+
+    /**
+     * transactionControl returns the keywords by which $sql begins, ends or locks a transaction by its text
+     * (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK but not ROLLBACK TO SAVEPOINT, ABORT, SET autocommit,
+     * XA, LOCK/UNLOCK TABLES on MySQL, which commit), or null for any other statement.
+     */
+    public static function transactionControl(string $sql, Dialect $dialect): ?string
+    {
+        [$first, $second] = self::leadingWords($sql, 2) + ['', ''];
+        $control = match ($first) {
+            'BEGIN', 'COMMIT', 'END', 'ABORT', 'XA' => $first,
+            'START' => $second === 'TRANSACTION' ? 'START TRANSACTION' : null,
+            'ROLLBACK' => $second === 'TO' ? null : 'ROLLBACK',
+            'SET' => $second === 'AUTOCOMMIT' ? 'SET autocommit' : null,
+            'LOCK' => $dialect === Dialect::MySQL ? 'LOCK TABLES' : null,
+            'UNLOCK' => 'UNLOCK TABLES',
+            default => null,
+        };
+        if ($first === 'SET' && $second === 'SESSION' || $first === 'SET' && $second === 'LOCAL') {
+            // SET SESSION autocommit = 0
+            $third = self::leadingWords($sql, 3)[2] ?? '';
+            $control = $third === 'AUTOCOMMIT' ? 'SET autocommit' : null;
+        }
+
+        return $control;
+    }
+}
