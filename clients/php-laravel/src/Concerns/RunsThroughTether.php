@@ -1,0 +1,197 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Laravel\Concerns;
+
+use Tether\Laravel\Sql\SqlText;
+use Tether\Laravel\TetherSession;
+
+/**
+ * RunsThroughTether replaces, in a Laravel connection, the methods that prepare PDO statements with ones that run
+ * the statement through the connection's TetherSession, and keeps everything around them Laravel's own: run()
+ * (beforeExecuting callbacks, the query log, QueryExecuted events with the time in ms, QueryException with the SQL
+ * and bindings, the retry after a lost connection), prepareBindings() (DateTime, bool), pretend(), the read/write
+ * split, and ManagesTransactions (which calls beginTransaction/commit/rollBack/exec on the session).
+ *
+ * Rows come back in the connection's fetch mode: objects (PDO::FETCH_OBJ, Laravel's default), or PDO::FETCH_ASSOC,
+ * FETCH_NUM or FETCH_BOTH. cursor() yields the rows of a result read whole (tetherd sends results in one reply).
+ * The StatementPrepared event is never fired: there is no PDOStatement.
+ */
+trait RunsThroughTether
+{
+    /**
+     * select runs a query and returns its rows in the connection's fetch mode.
+     *
+     * @param string $query
+     * @param array<int|string, mixed> $bindings
+     * @param bool $useReadPdo
+     * @return array<mixed>
+     */
+    public function select($query, $bindings = [], $useReadPdo = true)
+    {
+        return $this->run($query, $bindings, function ($query, $bindings) use ($useReadPdo) {
+            if ($this->pretending()) {
+                return [];
+            }
+
+            return $this->fetchRows($this->tetherSession($useReadPdo)->query($query, $this->prepareBindings($bindings)));
+        });
+    }
+
+    /**
+     * cursor runs a query and yields its rows one by one (the result is received whole first).
+     *
+     * @param string $query
+     * @param array<int|string, mixed> $bindings
+     * @param bool $useReadPdo
+     * @return \Generator<int, mixed>
+     */
+    public function cursor($query, $bindings = [], $useReadPdo = true)
+    {
+        $rows = $this->select($query, $bindings, $useReadPdo);
+        foreach ($rows as $row) {
+            yield $row;
+        }
+    }
+
+    /**
+     * statement runs a statement and returns true (failures throw QueryException).
+     *
+     * @param string $query
+     * @param array<int|string, mixed> $bindings
+     * @return bool
+     */
+    public function statement($query, $bindings = [])
+    {
+        return $this->run($query, $bindings, function ($query, $bindings) {
+            if ($this->pretending()) {
+                return true;
+            }
+            $this->tetherSession()->execute($query, $this->prepareBindings($bindings));
+            $this->recordsHaveBeenModified();
+
+            return true;
+        });
+    }
+
+    /**
+     * affectingStatement runs a statement and returns the number of rows it affected.
+     *
+     * @param string $query
+     * @param array<int|string, mixed> $bindings
+     * @return int
+     */
+    public function affectingStatement($query, $bindings = [])
+    {
+        return $this->run($query, $bindings, function ($query, $bindings) {
+            if ($this->pretending()) {
+                return 0;
+            }
+            $count = $this->tetherSession()->execute($query, $this->prepareBindings($bindings));
+            $this->recordsHaveBeenModified($count > 0);
+
+            return $count;
+        });
+    }
+
+    /**
+     * unprepared runs one statement without bindings; several statements in one string are refused with an
+     * UnsupportedStatementException (wrapped in a QueryException).
+     *
+     * @param string $query
+     * @return bool
+     */
+    public function unprepared($query)
+    {
+        return $this->run($query, [], function ($query) {
+            if ($this->pretending()) {
+                return true;
+            }
+            $this->tetherSession()->unprepared($query);
+            $this->recordsHaveBeenModified();
+
+            return true;
+        });
+    }
+
+    /**
+     * tetherSession returns the session statements run on: the write one, or with $forRead the read one where
+     * Laravel would read (no read config, a transaction, or sticky writes: the write one). Connects on first use.
+     */
+    public function tetherSession(bool $forRead = false): TetherSession
+    {
+        $session = $forRead ? $this->getReadPdo() : $this->getPdo();
+        if (!$session instanceof TetherSession) {
+            throw new \LogicException(\sprintf('tether driver: connection %s holds a %s where a TetherSession belongs; was a PDO set on it with setPdo()?', (string) $this->getName(), \get_debug_type($session)));
+        }
+
+        return $session;
+    }
+
+    /**
+     * getDriverName returns the SQL platform, 'mysql' or 'pgsql', so that code which branches on the driver
+     * treats the connection as the native one it stands for. getConfig('driver') still says 'tether'.
+     *
+     * @return string
+     */
+    public function getDriverName()
+    {
+        return $this->tetherPlatform();
+    }
+
+    /**
+     * getDatabaseName returns the configured database, or, when the config leaves it empty, the backend's
+     * current database as the server reports it (read once).
+     *
+     * @return string
+     */
+    public function getDatabaseName()
+    {
+        if ($this->database === null || $this->database === '') {
+            $sql = $this->tetherPlatform() === SqlText::PGSQL ? 'SELECT current_database() AS name' : 'SELECT DATABASE() AS name';
+            $row = $this->tetherSession()->query($sql)[0] ?? [];
+            $this->database = (string) ($row['name'] ?? '');
+        }
+
+        return $this->database;
+    }
+
+    /**
+     * getDoctrineConnection is refused: Doctrine DBAL needs a real PDO (Laravel 8 uses it for renameColumn and
+     * change() in migrations).
+     *
+     * @return never
+     */
+    public function getDoctrineConnection()
+    {
+        throw new \LogicException('tether driver: Doctrine DBAL needs a PDO and the tether connection has none, so column renames and ->change() in Laravel 8 migrations are not available; write them as raw ALTER TABLE statements');
+    }
+
+    /**
+     * @param list<array<string, mixed>> $rows
+     * @return list<mixed>
+     */
+    protected function fetchRows(array $rows): array
+    {
+        switch ($this->fetchMode) {
+            case \PDO::FETCH_OBJ:
+                foreach ($rows as $i => $row) {
+                    $rows[$i] = (object) $row;
+                }
+
+                return $rows;
+            case \PDO::FETCH_ASSOC:
+                return $rows;
+            case \PDO::FETCH_NUM:
+                return \array_map('array_values', $rows);
+            case \PDO::FETCH_BOTH:
+                return \array_map(static fn (array $row): array => \array_merge($row, \array_values($row)), $rows);
+            default:
+                throw new \LogicException(\sprintf('tether driver: fetch mode %d is not supported; use PDO::FETCH_OBJ, FETCH_ASSOC, FETCH_NUM or FETCH_BOTH', (int) $this->fetchMode));
+        }
+    }
+
+    /** tetherPlatform returns the SQL platform this connection class speaks. */
+    abstract protected function tetherPlatform(): string;
+}

@@ -1,0 +1,381 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Laravel;
+
+use Tether\Client;
+use Tether\ExecResult;
+use Tether\Exception\TetherException;
+use Tether\Laravel\Sql\SqlText;
+use Tether\Transaction;
+
+/**
+ * TetherSession plays, for one Laravel connection, the part PDO plays for the native drivers: it is what
+ * Connection::getPdo() returns (Laravel calls beginTransaction(), commit(), rollBack(), exec() for savepoints,
+ * lastInsertId() and getAttribute() on it), and it runs the connection's statements through a Tether\Client.
+ *
+ * 1. The connector makes it and runs the session settings Laravel's own connector would (SET NAMES, time zone,
+ *    sql_mode / search_path, ...): tetherd remembers them for this client socket and applies them to whichever
+ *    pooled connection runs each later statement.
+ * 2. Outside a transaction every statement is one tetherd call, possibly on a different backend connection each
+ *    time; beginTransaction() opens a Tether\Transaction pinned to one backend connection, and every statement,
+ *    savepoint, commit and rollback goes there until it ends.
+ * 3. Failures come out as TetherQueryError (a PDOException shaped like PDO's own), statements it will not send as
+ *    UnsupportedStatementException.
+ *
+ * It is not a PDO: any other PDO method throws a LogicException that names it. Not safe to share between
+ * processes; a session lives as long as its Laravel connection keeps it (disconnect() drops it).
+ */
+final class TetherSession
+{
+    private ?Transaction $transaction = null;
+    private string $lastInsertId = '0';
+    private ?string $serverVersion = null;
+
+    /**
+     * @param string|null $platform SqlText::MYSQL or SqlText::PGSQL; null to ask the server on first need
+     * @param bool $sqlDatetimes give DATETIME/TIMESTAMP values as PDO does ("2024-02-29 23:59:59", PostgreSQL
+     *                           timestamptz "2024-02-29 23:59:59+00") instead of tetherd's ISO 8601 form
+     */
+    public function __construct(
+        private readonly Client $client,
+        private readonly ?string $backend,
+        private ?string $platform,
+        private readonly bool $sqlDatetimes = true,
+    ) {
+        if ($platform !== null && $platform !== SqlText::MYSQL && $platform !== SqlText::PGSQL) {
+            throw new \InvalidArgumentException(\sprintf("tether driver: option platform: want 'mysql' or 'pgsql', got %s", \var_export($platform, true)));
+        }
+    }
+
+    /** client returns the Tether client this session runs on. */
+    public function client(): Client
+    {
+        return $this->client;
+    }
+
+    /** backend returns the tetherd backend name, null for tetherd's default_backend. */
+    public function backend(): ?string
+    {
+        return $this->backend;
+    }
+
+    /**
+     * platform returns 'mysql' (MySQL, MariaDB) or 'pgsql', asking the server (SELECT version()) the first time
+     * when it was not configured.
+     *
+     * @throws TetherQueryError
+     */
+    public function platform(): string
+    {
+        if ($this->platform === null) {
+            $this->platform = \str_contains($this->serverVersion(), 'PostgreSQL') ? SqlText::PGSQL : SqlText::MYSQL;
+        }
+
+        return $this->platform;
+    }
+
+    /**
+     * serverVersion returns the server's version() string ("10.11.6-MariaDB-...", "PostgreSQL 15.5 on ..."), read
+     * once per session.
+     *
+     * @throws TetherQueryError
+     */
+    public function serverVersion(): string
+    {
+        if ($this->serverVersion === null) {
+            try {
+                $row = $this->client->queryOne('SELECT version() AS version', [], $this->backend);
+            } catch (TetherException $e) {
+                throw TetherQueryError::from($e, $this->platform ?? SqlText::MYSQL);
+            }
+            $this->serverVersion = (string) ($row['version'] ?? '');
+        }
+
+        return $this->serverVersion;
+    }
+
+    /**
+     * query runs a statement that returns rows; $bindings are Laravel's prepared bindings (`?` placeholders, or
+     * `:name` ones with a name => value array).
+     *
+     * @param array<int|string, mixed> $bindings
+     * @return list<array<string, mixed>> the rows, column => value
+     * @throws TetherQueryError|UnsupportedStatementException
+     */
+    public function query(string $sql, array $bindings = []): array
+    {
+        $this->refuseSessionControl($sql);
+        [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
+        $params = $this->bindableValues($params);
+        try {
+            $rows = $this->transaction !== null
+                ? $this->transaction->query($sql, $params)
+                : $this->client->query($sql, $params, $this->backend);
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, $this->platform());
+        }
+
+        return $this->sqlDatetimes ? $this->withSqlDatetimes($rows) : $rows;
+    }
+
+    /**
+     * execute runs a statement for its effect and returns the affected row count; an INSERT's generated id is
+     * kept for lastInsertId() (MySQL; PostgreSQL has none: Laravel uses INSERT ... RETURNING there).
+     *
+     * @param array<int|string, mixed> $bindings
+     * @throws TetherQueryError|UnsupportedStatementException
+     */
+    public function execute(string $sql, array $bindings = []): int
+    {
+        $this->refuseSessionControl($sql);
+        [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
+
+        return $this->run($sql, $this->bindableValues($params))->affectedRows;
+    }
+
+    /**
+     * unprepared runs one statement without parameters, as DB::unprepared() does. Several statements in one call
+     * are refused (tetherd binds every statement server-side, where a multi-statement string is not accepted).
+     *
+     * @throws TetherQueryError|UnsupportedStatementException
+     */
+    public function unprepared(string $sql): int
+    {
+        $this->refuseSessionControl($sql);
+        $count = SqlText::statementCount($sql, $this->platform());
+        if ($count > 1) {
+            throw new UnsupportedStatementException(\sprintf('DB::unprepared() got %d statements in one string; the tether driver runs one statement per call (tetherd prepares every statement), so run them one by one', $count));
+        }
+
+        return $this->run($sql, [])->affectedRows;
+    }
+
+    /**
+     * exec runs a statement as PDO::exec() does; Laravel uses it for SAVEPOINT and ROLLBACK TO SAVEPOINT.
+     *
+     * @throws TetherQueryError
+     */
+    public function exec(string $sql): int
+    {
+        return $this->run($sql, [])->affectedRows;
+    }
+
+    /**
+     * beginTransaction opens a transaction pinned by tetherd to one backend connection.
+     *
+     * @throws TetherQueryError already in a transaction, or tetherd could not begin one
+     */
+    public function beginTransaction(): bool
+    {
+        if ($this->transaction !== null) {
+            throw new \PDOException('There is already an active transaction');
+        }
+        try {
+            $this->transaction = $this->client->begin($this->backend);
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, $this->platform());
+        }
+
+        return true;
+    }
+
+    /**
+     * commit commits the open transaction; it is over whatever happens.
+     *
+     * @throws \PDOException no transaction is open
+     * @throws TetherQueryError the commit failed (the transaction is rolled back) or its outcome is unknown
+     */
+    public function commit(): bool
+    {
+        $transaction = $this->takeTransaction();
+        try {
+            $transaction->commit();
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, $this->platform());
+        }
+
+        return true;
+    }
+
+    /**
+     * rollBack rolls back the open transaction; one tetherd already rolled back counts as rolled back.
+     *
+     * @throws \PDOException no transaction is open
+     * @throws TetherQueryError
+     */
+    public function rollBack(): bool
+    {
+        $transaction = $this->takeTransaction();
+        try {
+            $transaction->rollback();
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, $this->platform());
+        }
+
+        return true;
+    }
+
+    /** inTransaction tells whether a transaction is open (begun and not yet committed or rolled back). */
+    public function inTransaction(): bool
+    {
+        return $this->transaction !== null;
+    }
+
+    /**
+     * lastInsertId returns the id generated by the last statement this session ran for its effect, as a string
+     * like PDO's ("0" when it generated none; always "0" on PostgreSQL).
+     */
+    public function lastInsertId(?string $name = null): string
+    {
+        return $this->lastInsertId;
+    }
+
+    /**
+     * getAttribute answers the PDO attributes Laravel reads: PDO::ATTR_SERVER_VERSION and PDO::ATTR_DRIVER_NAME.
+     *
+     * @throws \LogicException any other attribute
+     */
+    public function getAttribute(int $attribute): mixed
+    {
+        return match ($attribute) {
+            \PDO::ATTR_SERVER_VERSION => $this->serverVersion(),
+            \PDO::ATTR_DRIVER_NAME => $this->platform(),
+            default => throw new \LogicException(\sprintf('tether driver: PDO attribute %d is not available (the connection has no PDO)', $attribute)),
+        };
+    }
+
+    /**
+     * quote returns $value as an SQL string literal of the platform, as PDO::quote() does (Laravel 11's
+     * Connection::escape() uses it). Prefer bindings.
+     */
+    public function quote(string $value, int $type = \PDO::PARAM_STR): string
+    {
+        if ($this->platform() === SqlText::PGSQL) {
+            if (\str_contains($value, "\0")) {
+                throw new \InvalidArgumentException('tether driver: a PostgreSQL string literal cannot hold a NUL byte');
+            }
+
+            return "'" . \str_replace("'", "''", $value) . "'";
+        }
+
+        return "'" . \strtr($value, ["\0" => '\\0', "\n" => '\\n', "\r" => '\\r', '\\' => '\\\\', "'" => "\\'", '"' => '\\"', "\x1a" => '\\Z']) . "'";
+    }
+
+    /**
+     * __call refuses the PDO methods a TetherSession does not have, naming them.
+     *
+     * @param array<mixed> $arguments
+     */
+    public function __call(string $method, array $arguments): never
+    {
+        throw new \LogicException(\sprintf('tether driver: %s() is a PDO method and the tether connection has no PDO; run SQL through the connection (select, statement, ...)', $method));
+    }
+
+    /**
+     * @param list<mixed> $params
+     */
+    private function run(string $sql, array $params): ExecResult
+    {
+        try {
+            $result = $this->transaction !== null
+                ? $this->transaction->execute($sql, $params)
+                : $this->client->execute($sql, $params, $this->backend);
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, $this->platform());
+        }
+        $this->lastInsertId = (string) $result->lastInsertId;
+
+        return $result;
+    }
+
+    private function takeTransaction(): Transaction
+    {
+        $transaction = $this->transaction ?? throw new \PDOException('There is no active transaction');
+        $this->transaction = null;
+
+        return $transaction;
+    }
+
+    /**
+     * refuseSessionControl refuses, before sending it, raw SQL that would manage the transaction or lock tables
+     * behind Laravel's back: tetherd pins a transaction to one backend connection only through begin/commit.
+     */
+    private function refuseSessionControl(string $sql): void
+    {
+        $words = SqlText::leadingWords($sql, $this->platform(), 3);
+        $first = \strtok($words, ' ');
+        $second = \strtok(' ');
+        $isMysql = $this->platform() === SqlText::MYSQL;
+        $transactional = match ($first) {
+            'BEGIN', 'COMMIT', 'XA' => true,
+            'START' => $second === 'TRANSACTION',
+            'ROLLBACK' => $second !== 'TO',
+            'END', 'ABORT' => !$isMysql,
+            'PREPARE' => !$isMysql && $second === 'TRANSACTION',
+            'SET' => \in_array(\preg_replace('/^@@(SESSION\.|LOCAL\.)?/', '', $second === 'SESSION' || $second === 'LOCAL' ? (string) \strtok(' ') : (string) $second), ['AUTOCOMMIT'], true),
+            default => false,
+        };
+        if ($transactional) {
+            throw new UnsupportedStatementException(\sprintf('%s cannot run as raw SQL through the tether driver: tetherd pins a transaction to one backend connection only through its own begin and commit; use DB::beginTransaction(), DB::commit(), DB::rollBack() or DB::transaction()', \trim($first . ' ' . ($second ?: ''))));
+        }
+        if ($isMysql && $first === 'LOCK' && ($second === 'TABLES' || $second === 'TABLE')) {
+            throw new UnsupportedStatementException('LOCK TABLES cannot run through the tether driver: outside a transaction tetherd refuses it (the lock would outlive the statement on a pooled connection), and inside one MySQL commits the transaction implicitly; lock rows with lockForUpdate() or sharedLock() inside DB::transaction() instead');
+        }
+    }
+
+    /**
+     * bindableValues turns the bindings PDO would take into the values tetherd binds: null, bool, int, float,
+     * string; a backed enum becomes its value, a Stringable its string, a stream its contents.
+     *
+     * @param list<mixed> $params
+     * @return list<mixed>
+     */
+    private function bindableValues(array $params): array
+    {
+        foreach ($params as $i => $value) {
+            if ($value === null || \is_scalar($value)) {
+                continue;
+            }
+            if ($value instanceof \BackedEnum) {
+                $params[$i] = $value->value;
+            } elseif ($value instanceof \Stringable) {
+                $params[$i] = (string) $value;
+            } elseif (\is_resource($value)) {
+                $params[$i] = (string) \stream_get_contents($value);
+            } else {
+                throw new UnsupportedStatementException(\sprintf('binding %d is a %s, which neither PDO nor tetherd can bind', $i + 1, \get_debug_type($value)));
+            }
+        }
+
+        return $params;
+    }
+
+    /**
+     * withSqlDatetimes rewrites tetherd's ISO 8601 datetimes ("2024-02-29T23:59:59.5", timestamptz with an offset)
+     * into the text PDO returns ("2024-02-29 23:59:59.5", "...+00").
+     *
+     * @param list<array<string, mixed>> $rows
+     * @return list<array<string, mixed>>
+     */
+    private function withSqlDatetimes(array $rows): array
+    {
+        foreach ($rows as $r => $row) {
+            foreach ($row as $column => $value) {
+                if (\is_string($value) && isset($value[18]) && $value[10] === 'T' && $value[4] === '-' && $value[13] === ':'
+                    && \preg_match('/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:\d\d)?$/D', $value, $m) === 1) {
+                    $offset = $m[3] ?? '';
+                    if ($offset === 'Z') {
+                        $offset = '+00';
+                    } elseif (\str_ends_with($offset, ':00')) {
+                        $offset = \substr($offset, 0, 3);
+                    }
+                    $rows[$r][$column] = $m[1] . ' ' . $m[2] . $offset;
+                }
+            }
+        }
+
+        return $rows;
+    }
+}
