@@ -4,7 +4,9 @@ declare(strict_types=1);
 
 namespace Tether\Laravel\Concerns;
 
+use Illuminate\Database\Events\StatementPrepared;
 use Tether\Laravel\Sql\SqlText;
+use Tether\Laravel\TetherStatement;
 use Tether\Laravel\TetherSession;
 
 /**
@@ -14,9 +16,9 @@ use Tether\Laravel\TetherSession;
  * and bindings, the retry after a lost connection), prepareBindings() (DateTime, bool), pretend(), the read/write
  * split, and ManagesTransactions (which calls beginTransaction/commit/rollBack/exec on the session).
  *
- * Rows come back in the connection's fetch mode: objects (PDO::FETCH_OBJ, Laravel's default), or PDO::FETCH_ASSOC,
- * FETCH_NUM or FETCH_BOTH. cursor() yields the rows of a result read whole (tetherd sends results in one reply).
- * The StatementPrepared event is never fired: there is no PDOStatement.
+ * Rows come back as objects (PDO::FETCH_OBJ, Laravel's default); a select fires StatementPrepared with a
+ * TetherStatement whose setFetchMode() chooses another shape, as Laravel 8 applications do with PDOStatement.
+ * cursor() yields the rows of a result read whole (tetherd sends a result in one reply).
  */
 trait RunsThroughTether
 {
@@ -35,7 +37,10 @@ trait RunsThroughTether
                 return [];
             }
 
-            return $this->fetchRows($this->tetherSession($useReadPdo)->query($query, $this->prepareBindings($bindings)));
+            $statement = new TetherStatement($query, $this->fetchMode);
+            $this->event(new StatementPrepared($this, $statement));
+
+            return $statement->shape($this->tetherSession($useReadPdo)->query($query, $this->prepareBindings($bindings)));
         });
     }
 
@@ -166,30 +171,6 @@ trait RunsThroughTether
     public function getDoctrineConnection()
     {
         throw new \LogicException('tether driver: Doctrine DBAL needs a PDO and the tether connection has none, so column renames and ->change() in Laravel 8 migrations are not available; write them as raw ALTER TABLE statements');
-    }
-
-    /**
-     * @param list<array<string, mixed>> $rows
-     * @return list<mixed>
-     */
-    protected function fetchRows(array $rows): array
-    {
-        switch ($this->fetchMode) {
-            case \PDO::FETCH_OBJ:
-                foreach ($rows as $i => $row) {
-                    $rows[$i] = (object) $row;
-                }
-
-                return $rows;
-            case \PDO::FETCH_ASSOC:
-                return $rows;
-            case \PDO::FETCH_NUM:
-                return \array_map('array_values', $rows);
-            case \PDO::FETCH_BOTH:
-                return \array_map(static fn (array $row): array => \array_merge($row, \array_values($row)), $rows);
-            default:
-                throw new \LogicException(\sprintf('tether driver: fetch mode %d is not supported; use PDO::FETCH_OBJ, FETCH_ASSOC, FETCH_NUM or FETCH_BOTH', (int) $this->fetchMode));
-        }
     }
 
     /** tetherPlatform returns the SQL platform this connection class speaks. */
