@@ -1,0 +1,108 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\DBAL\Tests\Support;
+
+use Doctrine\DBAL\Connection;
+use Doctrine\DBAL\DriverManager;
+use PHPUnit\Framework\TestCase;
+use Tether\DBAL\Driver;
+
+/**
+ * IntegrationTestCase runs each test on both backends of the integration's tetherd (scripts/lib/integration.sh):
+ * `mysql` (MariaDB) and `pgsql` (PostgreSQL), through Tether\DBAL\Driver, with the same databases reached
+ * directly over PDO as the baseline. A missing environment variable fails the test; nothing is skipped.
+ */
+abstract class IntegrationTestCase extends TestCase
+{
+    /** @var list<Connection> closed after each test */
+    private array $opened = [];
+
+    /** @return array<string, array{string}> */
+    public static function backends(): array
+    {
+        return ['mariadb' => ['mysql'], 'postgresql' => ['pgsql']];
+    }
+
+    protected function tearDown(): void
+    {
+        foreach ($this->opened as $conn) {
+            $conn->close();
+        }
+        $this->opened = [];
+    }
+
+    protected static function env(string $name): string
+    {
+        $value = getenv($name);
+        if ($value === false || $value === '') {
+            throw new \RuntimeException("environment variable $name is not set: run through scripts/integration-test.sh dbal");
+        }
+
+        return $value;
+    }
+
+    /** backendName returns the tetherd backend name of 'mysql' or 'pgsql'. */
+    protected static function backendName(string $kind): string
+    {
+        return self::env($kind === 'mysql' ? 'TETHER_IT_MYSQL_BACKEND' : 'TETHER_IT_PGSQL_BACKEND');
+    }
+
+    /**
+     * connect returns a DBAL connection through tetherd, with $params over the defaults.
+     *
+     * @param array<string, mixed> $params
+     */
+    protected function connect(string $kind, array $params = []): Connection
+    {
+        $conn = DriverManager::getConnection($params + [
+            'driverClass' => Driver::class,
+            'tether_socket' => self::env('TETHER_SOCKET'),
+            'tether_backend' => self::backendName($kind),
+        ]);
+        $this->opened[] = $conn;
+
+        return $conn;
+    }
+
+    /** pdo returns a direct PDO connection to the same database as $kind's backend. */
+    protected static function pdo(string $kind): \PDO
+    {
+        $db = self::env('TETHER_IT_DB');
+        $dsn = $kind === 'mysql'
+            ? sprintf('mysql:unix_socket=%s;dbname=%s;charset=utf8mb4', self::env('TETHER_IT_MYSQL_SOCKET'), $db)
+            : sprintf('pgsql:host=%s;port=%s;dbname=%s', self::env('TETHER_IT_PGSQL_HOST'), self::env('TETHER_IT_PGSQL_PORT'), $db);
+
+        return new \PDO($dsn, self::env('TETHER_IT_USER'), self::env('TETHER_IT_PASSWORD'), [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+    }
+
+    /** directDbal returns a DBAL connection over pdo_mysql / pdo_pgsql to the same database, for comparisons. */
+    protected function directDbal(string $kind): Connection
+    {
+        $params = $kind === 'mysql'
+            ? ['driver' => 'pdo_mysql', 'unix_socket' => self::env('TETHER_IT_MYSQL_SOCKET'), 'charset' => 'utf8mb4']
+            : ['driver' => 'pdo_pgsql', 'host' => self::env('TETHER_IT_PGSQL_HOST'), 'port' => (int) self::env('TETHER_IT_PGSQL_PORT')];
+        $conn = DriverManager::getConnection($params + [
+            'dbname' => self::env('TETHER_IT_DB'),
+            'user' => self::env('TETHER_IT_USER'),
+            'password' => self::env('TETHER_IT_PASSWORD'),
+        ]);
+        $this->opened[] = $conn;
+
+        return $conn;
+    }
+
+    /** autoIncrement returns the column definition of an auto-generated integer primary key. */
+    protected static function serialKey(string $kind): string
+    {
+        return $kind === 'mysql' ? 'id INT AUTO_INCREMENT PRIMARY KEY' : 'id SERIAL PRIMARY KEY';
+    }
+
+    /** recreate drops $table if it exists and creates it with $columns (SQL column definitions). */
+    protected static function recreate(Connection $conn, string $table, string $columns, string $kind): void
+    {
+        $conn->executeStatement('DROP TABLE IF EXISTS ' . $table . ($kind === 'pgsql' ? ' CASCADE' : ''));
+        $conn->executeStatement("CREATE TABLE $table ($columns)" . ($kind === 'mysql' ? ' ENGINE=InnoDB' : ''));
+    }
+}
