@@ -1,0 +1,52 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\WordPress;
+
+/**
+ * Config is the drop-in's configuration, read from wp-config.php constants by fromConstants():
+ *
+ *   TETHER_SOCKET      tetherd's Unix socket (absolute path); default: env TETHER_SOCKET, else the client's default
+ *   TETHER_BACKEND     the tetherd backend (a MySQL/MariaDB one) that holds the WordPress tables; default: tetherd's
+ *                      default_backend
+ *   TETHER_TIMEOUT     seconds the client waits for tetherd (connect and each reply); default 30
+ *   TETHER_PERSISTENT  keep the socket across the PHP requests of a worker; default true
+ *
+ * DB_NAME must name the database the backend connects to (it is checked on connect); DB_USER, DB_PASSWORD and
+ * DB_HOST are not used: tetherd holds the credentials.
+ */
+final class Config
+{
+    public function __construct(
+        public readonly ?string $socket = null,
+        public readonly ?string $backend = null,
+        public readonly float $timeout = 30.0,
+        public readonly bool $persistent = true,
+    ) {
+    }
+
+    /** fromConstants reads the TETHER_* constants; an unset one takes its default. */
+    public static function fromConstants(): self
+    {
+        $socket = \defined('TETHER_SOCKET') ? (string) \constant('TETHER_SOCKET') : (\getenv('TETHER_SOCKET') ?: null);
+
+        return new self(
+            socket: $socket,
+            backend: \defined('TETHER_BACKEND') ? (string) \constant('TETHER_BACKEND') : null,
+            timeout: \defined('TETHER_TIMEOUT') ? (float) \constant('TETHER_TIMEOUT') : 30.0,
+            persistent: \defined('TETHER_PERSISTENT') ? (bool) \constant('TETHER_PERSISTENT') : true,
+        );
+    }
+
+    /** clientOptions returns the options of the Tether\Client the drop-in uses. */
+    public function clientOptions(): array
+    {
+        $options = ['timeout' => $this->timeout, 'persistent' => $this->persistent, 'backend' => $this->backend];
+        if ($this->socket !== null) {
+            $options['socket'] = $this->socket;
+        }
+
+        return $options;
+    }
+}

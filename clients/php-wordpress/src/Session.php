@@ -1,0 +1,389 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\WordPress;
+
+use Tether\Client;
+use Tether\ColumnarResult;
+use Tether\Connection\CommunicationException;
+use Tether\Connection\UnknownOutcomeException;
+use Tether\Exception\TetherException;
+use Tether\Protocol\Reply;
+use Tether\Protocol\Request;
+use Tether\Server\ServerException;
+use Tether\Transaction;
+use Tether\WordPress\Sql\Statement;
+
+/**
+ * Session gives WordPress the one MySQL session it expects on top of Tether's pool, where two statements outside
+ * a transaction may run on different backend connections. It runs one statement at a time and keeps, per
+ * $wpdb, the connection-bound state WordPress and plugins rely on:
+ *
+ *  1. START TRANSACTION / BEGIN / SET autocommit=0 open a Tether transaction; until COMMIT / ROLLBACK /
+ *     SET autocommit=1 every statement runs in it, on one backend connection. A second START TRANSACTION commits
+ *     the first, as MySQL does.
+ *  2. FOUND_ROWS(): a SELECT with SQL_CALC_FOUND_ROWS outside a transaction runs in a transaction of its own
+ *     together with `SELECT FOUND_ROWS()`; the value is kept, and a later `SELECT FOUND_ROWS()` is answered from
+ *     it (after a plain SELECT, from its row count, as MySQL does) without reaching the server.
+ *  3. LAST_INSERT_ID(): the insert id of the last INSERT/REPLACE that generated one is kept; `SELECT
+ *     LAST_INSERT_ID()` is answered from it, and any other statement naming LAST_INSERT_ID runs in a transaction
+ *     that first restores it (`SELECT LAST_INSERT_ID(?)`) and reads it back after.
+ *  4. User variables (`SET @v = ...`, `@v := ...`, `... @v ...`): a statement naming any runs in a transaction that
+ *     first sets the values kept for them and reads them back after.
+ *  5. What cannot hold across statements on a pool is refused with an error naming it, never run half way:
+ *     LOCK TABLES (always: it would also end the transaction), and outside a transaction GET_LOCK(),
+ *     CREATE TEMPORARY TABLE, USE, PREPARE/EXECUTE/DEALLOCATE, HANDLER, XA; and any string holding more than one
+ *     statement (mysqli_query() runs one).
+ *
+ * Session settings (SET NAMES, SET SESSION sql_mode, time_zone, ...) need nothing here: tetherd pools them per
+ * client connection and applies them to whichever backend connection runs the next statement.
+ */
+final class Session
+{
+    private ?Transaction $tx = null;
+    private ?int $foundRows = null;
+    private int $lastInsertId = 0;
+    /** @var array<string, int|float|string|null> user variables by lower-cased name */
+    private array $userVariables = [];
+
+    public function __construct(private readonly Client $client)
+    {
+    }
+
+    public function client(): Client
+    {
+        return $this->client;
+    }
+
+    /** inTransaction tells whether a WordPress transaction (START TRANSACTION ... COMMIT) is open. */
+    public function inTransaction(): bool
+    {
+        return $this->tx !== null;
+    }
+
+    /**
+     * run runs one statement. $exec: run it for its effect (WordPress's INSERT/REPLACE/UPDATE/DELETE and
+     * CREATE/ALTER/TRUNCATE/DROP); otherwise as a query that may return rows.
+     *
+     * @throws QueryError the statement failed or was refused; nothing was left half done
+     */
+    public function run(string $sql, bool $exec): Result
+    {
+        $statement = Statement::parse($sql);
+        if ($statement->multiple) {
+            throw new QueryError('Tether: the query holds more than one statement; $wpdb runs one statement per query (as mysqli_query() does), so none was run');
+        }
+        $control = $this->transactionControl($statement);
+        if ($control !== null) {
+            return $control;
+        }
+        $this->refuseUnpoolable($statement);
+        $emulated = $this->emulatedRead($statement);
+        if ($emulated !== null) {
+            return $emulated;
+        }
+        $calcFoundRows = !$exec && $statement->matches('/\bSQL_CALC_FOUND_ROWS\b/i');
+        $lastInsertId = $statement->matches('/\bLAST_INSERT_ID\s*\(/i');
+        if ($this->tx !== null) {
+            return $this->runInTransaction($this->tx, $statement, $exec, $calcFoundRows, $lastInsertId, false);
+        }
+        if ($calcFoundRows || $lastInsertId || $statement->userVariables !== []) {
+            $tx = $this->call(fn () => $this->client->begin(), 'begin');
+            try {
+                $result = $this->runInTransaction($tx, $statement, $exec, $calcFoundRows, $lastInsertId, true);
+                $this->call(fn () => $tx->commit(), 'commit');
+            } catch (\Throwable $e) {
+                $this->rollbackQuietly($tx);
+                throw $e;
+            }
+
+            return $result;
+        }
+        $result = $this->send(null, $sql, $exec);
+        $this->remember($statement, $result, null);
+
+        return $result;
+    }
+
+    /** close rolls back an open WordPress transaction and drops the client's socket. */
+    public function close(): void
+    {
+        if ($this->tx !== null) {
+            $this->rollbackQuietly($this->tx);
+            $this->tx = null;
+        }
+        $this->client->close();
+    }
+
+    private function runInTransaction(Transaction $tx, Statement $statement, bool $exec, bool $calcFoundRows, bool $lastInsertId, bool $restore): Result
+    {
+        $variables = $statement->userVariables;
+        if ($restore) {
+            $known = \array_values(\array_filter($variables, fn (string $name) => \array_key_exists($name, $this->userVariables)));
+            if ($known !== []) {
+                $assignments = \implode(', ', \array_map(static fn (string $name) => '@`' . $name . '` = ?', $known));
+                $values = \array_map(fn (string $name) => $this->userVariables[$name], $known);
+                $this->call(fn () => $tx->execute('SET ' . $assignments, $values), 'restoring user variables');
+            }
+            if ($lastInsertId) {
+                $this->call(fn () => $tx->query('SELECT LAST_INSERT_ID(?)', [$this->lastInsertId]), 'restoring LAST_INSERT_ID()');
+            }
+        }
+        $result = $this->send($tx, $statement->sql, $exec);
+        $found = null;
+        if ($calcFoundRows) {
+            $found = (int) ($this->call(fn () => $tx->queryOne('SELECT FOUND_ROWS() AS n'), 'FOUND_ROWS()')['n'] ?? 0);
+        }
+        if ($variables !== []) {
+            $select = \implode(', ', \array_map(static fn (string $name, int $i) => '@`' . $name . '` AS v' . $i, $variables, \array_keys($variables)));
+            $row = $this->call(fn () => $tx->queryOne('SELECT ' . $select), 'reading user variables') ?? [];
+            foreach ($variables as $i => $name) {
+                $this->userVariables[$name] = $row['v' . $i] ?? null;
+            }
+        }
+        if ($lastInsertId) {
+            $this->lastInsertId = (int) ($this->call(fn () => $tx->queryOne('SELECT LAST_INSERT_ID() AS id'), 'LAST_INSERT_ID()')['id'] ?? 0);
+        }
+        $this->remember($statement, $result, $found);
+
+        return $result;
+    }
+
+    /** remember keeps what later statements may ask of this one: its insert id and FOUND_ROWS(). */
+    private function remember(Statement $statement, Result $result, ?int $found): void
+    {
+        if ($result->isExec && $result->insertId !== 0) {
+            $this->lastInsertId = $result->insertId;
+        }
+        if ($found !== null) {
+            $this->foundRows = $found;
+        } elseif (!$result->isExec && $statement->verb() === 'SELECT') {
+            $this->foundRows = \count($result->rows);
+        }
+    }
+
+    private function transactionControl(Statement $statement): ?Result
+    {
+        $code = \strtoupper(\preg_replace('/\s+/', ' ', $statement->code));
+        $code = \rtrim($code, ' ');
+        if (\preg_match('/^(START TRANSACTION( READ WRITE)?|BEGIN( WORK)?)$/', $code)
+            || \preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(0|OFF|FALSE)$/', $code)) {
+            if ($this->tx !== null) {
+                if (\str_starts_with($code, 'SET')) {
+                    return Result::none();
+                }
+                $this->end(true);
+            }
+            $this->tx = $this->call(fn () => $this->client->begin(), 'START TRANSACTION');
+
+            return Result::none();
+        }
+        if (\str_starts_with($code, 'START TRANSACTION')) {
+            throw new QueryError(\sprintf('Tether: %s is not supported (a Tether transaction has no characteristics); use START TRANSACTION', $statement->code));
+        }
+        if (\preg_match('/^(COMMIT|ROLLBACK)( WORK)?$/', $code, $m)) {
+            $this->end($m[1] === 'COMMIT');
+
+            return Result::none();
+        }
+        if (\preg_match('/^(COMMIT|ROLLBACK)\b(?! (WORK )?TO\b)/', $code)) {
+            throw new QueryError(\sprintf('Tether: %s is not supported; use COMMIT or ROLLBACK', $statement->code));
+        }
+        if (\preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(1|ON|TRUE)$/', $code)) {
+            $this->end(true);
+
+            return Result::none();
+        }
+
+        return null;
+    }
+
+    /** end commits or rolls back the open WordPress transaction; without one it does nothing, as MySQL does. */
+    private function end(bool $commit): void
+    {
+        $tx = $this->tx;
+        if ($tx === null) {
+            return;
+        }
+        $this->tx = null;
+        if ($commit) {
+            $this->call(fn () => $tx->commit(), 'COMMIT');
+        } else {
+            $this->call(fn () => $tx->rollback(), 'ROLLBACK');
+        }
+    }
+
+    private function refuseUnpoolable(Statement $statement): void
+    {
+        [$first, $second] = $statement->keywords(2) + ['', ''];
+        if ($first === 'LOCK' || ($first === 'FLUSH' && $statement->matches('/\bREAD\s+LOCK\b/i'))) {
+            throw new QueryError(\sprintf('Tether: %s is not supported: table locks cannot be held by a pooled connection (and would end a transaction); use a transaction (START TRANSACTION ... COMMIT) instead', $first . ' ' . $second));
+        }
+        if ($this->tx !== null) {
+            return;
+        }
+        $why = match (true) {
+            $statement->matches('/\b(GET_LOCK|RELEASE_LOCK|RELEASE_ALL_LOCKS)\s*\(/i') => 'GET_LOCK() outside a transaction: the lock would be released as soon as the statement ends',
+            $first === 'CREATE' && $second === 'TEMPORARY' => 'CREATE TEMPORARY TABLE outside a transaction: the table would be dropped as soon as the statement ends',
+            $first === 'USE' => 'USE outside a transaction: the database would change back as soon as the statement ends (name tables with their database instead)',
+            \in_array($first, ['PREPARE', 'EXECUTE', 'DEALLOCATE', 'HANDLER', 'XA'], true) => $first . ' outside a transaction: its state would not outlive the statement',
+            default => null,
+        };
+        if ($why !== null) {
+            throw new QueryError('Tether: not supported: ' . $why . '; run it inside START TRANSACTION ... COMMIT');
+        }
+    }
+
+    private function emulatedRead(Statement $statement): ?Result
+    {
+        if (\preg_match('/^SELECT\s+(FOUND_ROWS|LAST_INSERT_ID)\s*\(\s*\)(?:\s+(?:AS\s+)?([A-Za-z_][A-Za-z0-9_]*))?$/i', $statement->code, $m) !== 1) {
+            return null;
+        }
+        $function = \strtoupper($m[1]);
+        if ($this->tx !== null && $function === 'LAST_INSERT_ID') {
+            return null;
+        }
+        $value = $function === 'FOUND_ROWS' ? ($this->foundRows ?? 0) : $this->lastInsertId;
+        $this->foundRows = 1;
+
+        return Result::rows([($m[2] ?? '') !== '' ? $m[2] : $function . '()'], [[(string) $value]]);
+    }
+
+    private function send(?Transaction $tx, string $sql, bool $exec): Result
+    {
+        if ($exec) {
+            $r = $this->call(fn () => $tx !== null ? $tx->execute($sql) : $this->client->execute($sql), null);
+
+            return Result::exec($r->affectedRows, $r->lastInsertId);
+        }
+        $columnar = $this->call(fn () => $tx !== null ? self::transactionQueryColumns($tx, $sql) : $this->client->queryColumns($sql), null);
+
+        return Result::rows($columnar->columns(), self::textRows($columnar));
+    }
+
+    /**
+     * transactionQueryColumns is Transaction::query() answered in column-oriented form, so that column names come
+     * even with no rows. tether-php's Transaction has no queryColumns() yet: this sends the same request its
+     * query() sends, with `columnar`, through its own send().
+     */
+    private static function transactionQueryColumns(Transaction $tx, string $sql): ColumnarResult
+    {
+        $send = \Closure::bind(fn (array $request): array => $this->send($request), $tx, Transaction::class);
+        $reply = $send(Request::statement('query', $sql, [], null, $tx->handle(), null, true));
+
+        return Reply::columns($reply) ?? throw new QueryError('Tether: malformed columnar reply from tetherd to a query in a transaction');
+    }
+
+    /**
+     * textRows turns Tether's typed values into mysqli's text: integers and floats as MySQL prints them, DATETIME
+     * and TIMESTAMP with a space between date and time (Tether sends `YYYY-MM-DDTHH:MM:SS`). Tether's reply does
+     * not carry column types, so a text value of exactly that ISO form is given the space too (see README: limits).
+     *
+     * @return list<list<?string>>
+     */
+    private static function textRows(ColumnarResult $result): array
+    {
+        $count = \count($result);
+        if ($count === 0) {
+            return [];
+        }
+        // By position, not by name: with duplicate column names the values of each still come in order.
+        $data = (fn (): array => $this->data)->call($result);
+        $columns = [];
+        foreach ($data as $i => $values) {
+            $columns[$i] = \array_map(self::text(...), $values);
+        }
+        $rows = [];
+        for ($r = 0; $r < $count; $r++) {
+            $row = [];
+            foreach ($columns as $values) {
+                $row[] = $values[$r];
+            }
+            $rows[] = $row;
+        }
+
+        return $rows;
+    }
+
+    private static function text(mixed $value): ?string
+    {
+        if (\is_string($value)) {
+            if (isset($value[18]) && $value[10] === 'T' && !isset($value[26])
+                && \preg_match('/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?$/', $value)) {
+                $value[10] = ' ';
+            }
+
+            return $value;
+        }
+        if ($value === null) {
+            return null;
+        }
+        if (\is_int($value)) {
+            return (string) $value;
+        }
+        if (\is_float($value)) {
+            return self::floatText($value);
+        }
+        if (\is_bool($value)) {
+            return $value ? '1' : '0';
+        }
+
+        return (string) \json_encode($value);
+    }
+
+    /** floatText prints a double as MySQL does: the shortest form that reads back the same (0.1, 1, 1e20). */
+    private static function floatText(float $value): string
+    {
+        if (\is_nan($value) || \is_infinite($value)) {
+            return (string) $value;
+        }
+        $text = \var_export($value, true);
+        $text = \preg_replace('/\.0(?=E|$)/', '', $text);
+        $text = \str_replace(['E+', 'E'], ['e', 'e'], $text);
+
+        return $text;
+    }
+
+    /**
+     * call runs one Tether call and turns its failure into a QueryError: a MySQL error keeps MySQL's message and
+     * number; what tetherd refused or could not do is named.
+     *
+     * @template T
+     * @param callable(): T $fn
+     * @return T
+     */
+    private function call(callable $fn, ?string $what): mixed
+    {
+        try {
+            return $fn();
+        } catch (ServerException $e) {
+            if ($e->getErrorCode() === ServerException::TX_ABORTED || ($this->tx !== null && !$this->tx->isOpen())) {
+                $this->tx = null;
+            }
+            if ($e->getErrorCode() === ServerException::BACKEND_ERROR && $e->getBackendCode() !== null && \ctype_digit($e->getBackendCode())) {
+                throw new QueryError($e->getMessage(), (int) $e->getBackendCode(), false, $e);
+            }
+            throw new QueryError(\sprintf('Tether: tetherd answered %s%s: %s', $e->getErrorCode(), $what !== null ? ' to ' . $what : '', $e->getMessage()), 0, false, $e);
+        } catch (UnknownOutcomeException $e) {
+            $this->tx = null;
+            throw new QueryError('Tether: lost tetherd after sending the statement, its outcome is unknown: ' . $e->getMessage(), 2013, false, $e);
+        } catch (CommunicationException $e) {
+            $this->tx = null;
+            throw new QueryError('Tether: cannot reach tetherd: ' . $e->getMessage(), 2006, true, $e);
+        } catch (TetherException $e) {
+            throw new QueryError('Tether: ' . $e->getMessage(), 0, false, $e);
+        }
+    }
+
+    private function rollbackQuietly(Transaction $tx): void
+    {
+        try {
+            if ($tx->isOpen()) {
+                $tx->rollback();
+            }
+        } catch (\Throwable) {
+            // tetherd rolls back what a dropped socket left open
+        }
+    }
+}

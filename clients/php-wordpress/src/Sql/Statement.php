@@ -1,0 +1,122 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\WordPress\Sql;
+
+/**
+ * Statement is what the drop-in needs to know about one SQL string before sending it: its code with comments
+ * removed and the insides of string literals and quoted identifiers emptied (so that a `;`, an `@` or a keyword
+ * inside a value never counts), whether a second statement follows a `;`, its first keywords, and the user
+ * variables it names. MySQL's executable comments (`/*! ... *\/`, `/*M! ... *\/`) count as code, as the server
+ * runs them.
+ */
+final class Statement
+{
+    /** @param list<string> $userVariables lower-cased names, without the `@` */
+    private function __construct(
+        public readonly string $sql,
+        public readonly string $code,
+        public readonly bool $multiple,
+        public readonly array $userVariables,
+    ) {
+    }
+
+    /** parse reads $sql; it never fails: an unterminated literal or comment runs to the end of the string. */
+    public static function parse(string $sql): self
+    {
+        $code = '';
+        $length = \strlen($sql);
+        $inExecutableComment = false;
+        $multiple = false;
+        $afterSemicolon = false;
+        for ($i = 0; $i < $length; $i++) {
+            $c = $sql[$i];
+            $next = $i + 1 < $length ? $sql[$i + 1] : '';
+            if ($c === "'" || $c === '"' || $c === '`') {
+                $i = self::skipQuoted($sql, $i, $length, $c);
+                $code .= $c === '`' ? '`_`' : $c . $c;
+                $afterSemicolon && $multiple = true;
+                continue;
+            }
+            if ($c === '#' || ($c === '-' && $next === '-' && ($i + 2 >= $length || \ctype_space($sql[$i + 2])))) {
+                $end = \strpos($sql, "\n", $i);
+                $i = $end === false ? $length : $end;
+                $code .= ' ';
+                continue;
+            }
+            if ($c === '/' && $next === '*') {
+                if (\preg_match('/\G\/\*M?!\d*/A', $sql, $m, 0, $i)) {
+                    $inExecutableComment = true;
+                    $i += \strlen($m[0]) - 1;
+                    $code .= ' ';
+                    continue;
+                }
+                $end = \strpos($sql, '*/', $i + 2);
+                $i = $end === false ? $length : $end + 1;
+                $code .= ' ';
+                continue;
+            }
+            if ($inExecutableComment && $c === '*' && $next === '/') {
+                $inExecutableComment = false;
+                $i++;
+                $code .= ' ';
+                continue;
+            }
+            if ($c === ';') {
+                $afterSemicolon = true;
+                $code .= ' ';
+                continue;
+            }
+            if ($afterSemicolon && !\ctype_space($c)) {
+                $multiple = true;
+            }
+            $code .= $c;
+        }
+        $code = \trim($code);
+        \preg_match_all('/(?<![@\w$])@(?!@)([A-Za-z0-9_$.]+)/', $code, $m);
+
+        return new self($sql, $code, $multiple, \array_values(\array_unique(\array_map('strtolower', $m[1]))));
+    }
+
+    /** keywords returns the first $n words of the code, upper-cased, skipping leading parentheses. */
+    public function keywords(int $n = 2): array
+    {
+        \preg_match_all('/[A-Za-z_]+/', \ltrim($this->code, "( \t\r\n"), $m);
+
+        return \array_map('strtoupper', \array_slice($m[0], 0, $n));
+    }
+
+    /** verb returns the first keyword, upper-cased ('' for none). */
+    public function verb(): string
+    {
+        return $this->keywords(1)[0] ?? '';
+    }
+
+    /** matches tests a regular expression against the code (comments removed, literals emptied). */
+    public function matches(string $pattern): bool
+    {
+        return \preg_match($pattern, $this->code) === 1;
+    }
+
+    private static function skipQuoted(string $sql, int $i, int $length, string $quote): int
+    {
+        for ($j = $i + 1; $j < $length; $j++) {
+            $c = $sql[$j];
+            if ($c === '\\' && $quote !== '`') {
+                $j++;
+                continue;
+            }
+            if ($c === $quote) {
+                if ($j + 1 < $length && $sql[$j + 1] === $quote) {
+                    $j++;
+                    continue;
+                }
+
+                return $j;
+            }
+        }
+
+        return $length;
+    }
+}
