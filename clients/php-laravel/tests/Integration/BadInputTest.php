@@ -1,0 +1,104 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Laravel\Tests\Integration;
+
+use Illuminate\Database\Connection;
+use Illuminate\Database\QueryException;
+use Tether\Laravel\TetherQueryError;
+use Tether\Laravel\Tests\Support\Databases;
+use Tether\Laravel\UnsupportedStatementException;
+
+/**
+ * BadInputTest sends what the tether driver cannot serve as PDO would, and checks that each fails with a
+ * QueryException that names the problem, and that the connection stays usable.
+ */
+final class BadInputTest extends TestCase
+{
+    private static function failure(callable $run): QueryException
+    {
+        try {
+            $run();
+        } catch (QueryException $e) {
+            return $e;
+        }
+        throw new \RuntimeException('the statement was accepted');
+    }
+
+    /** @dataProvider platforms */
+    public function testRawTransactionControlIsRefusedNamingTheStatement(string $platform): void
+    {
+        $db = $this->connect($platform);
+        foreach (['BEGIN', 'start transaction', '/* hint */ COMMIT', 'rollback'] as $sql) {
+            $e = self::failure(static fn () => $db->statement($sql));
+            self::assertInstanceOf(UnsupportedStatementException::class, $e->getPrevious(), $sql);
+            self::assertStringContainsString(\strtoupper(\trim(\str_replace('/* hint */', '', $sql))), $e->getMessage());
+            self::assertStringContainsString('DB::transaction()', $e->getMessage());
+            self::assertSame($sql, $e->getSql());
+        }
+        $e = self::failure(static fn () => $db->unprepared('BEGIN'));
+        self::assertStringContainsString('BEGIN cannot run as raw SQL', $e->getMessage());
+        if ($platform === Databases::MYSQL) {
+            $e = self::failure(static fn () => $db->statement('set autocommit = 0'));
+            self::assertStringContainsString('SET AUTOCOMMIT', $e->getMessage());
+        }
+        self::assertSame(0, $db->transactionLevel());
+        self::assertSame(1, (int) $db->selectOne('select 1 as one')->one);
+    }
+
+    public function testLockTablesIsRefusedOnMysql(): void
+    {
+        $db = $this->connect(Databases::MYSQL);
+        $db->statement('create table if not exists bad_locked (id int)');
+        $e = self::failure(static fn () => $db->statement('LOCK TABLES bad_locked WRITE'));
+        self::assertInstanceOf(UnsupportedStatementException::class, $e->getPrevious());
+        self::assertStringContainsString('LOCK TABLES cannot run through the tether driver', $e->getMessage());
+        self::assertStringContainsString('lockForUpdate()', $e->getMessage());
+        $e = self::failure(static fn () => $db->transaction(static fn (Connection $db) => $db->unprepared('lock tables bad_locked read')));
+        self::assertStringContainsString('LOCK TABLES', $e->getMessage());
+    }
+
+    public function testTetherdRefusesWhatTheDriverCannotSeeInTheText(): void
+    {
+        // MySQL runs the executable comment; the driver reads it as a comment, tetherd sees the open transaction
+        // the server reports and rolls it back.
+        $db = $this->connect(Databases::MYSQL);
+        $e = self::failure(static fn () => $db->statement('/*!40101 START TRANSACTION */'));
+        self::assertInstanceOf(TetherQueryError::class, $e->getPrevious());
+        self::assertStringContainsString('bad_request', $e->getMessage());
+        self::assertSame(1, (int) $db->selectOne('select 1 as one')->one);
+    }
+
+    /** @dataProvider platforms */
+    public function testUnpreparedRunsOneStatementAndRefusesSeveral(string $platform): void
+    {
+        $db = $this->connect($platform);
+        $db->unprepared('drop table if exists bad_one');
+        $db->unprepared("create table bad_one (v varchar(20) default 'a;b')");
+        self::assertTrue($db->getSchemaBuilder()->hasTable('bad_one'));
+
+        $e = self::failure(static fn () => $db->unprepared('drop table if exists bad_two; create table bad_two (id int);'));
+        self::assertInstanceOf(UnsupportedStatementException::class, $e->getPrevious());
+        self::assertStringContainsString('DB::unprepared() got 2 statements', $e->getMessage());
+        self::assertFalse($db->getSchemaBuilder()->hasTable('bad_two'), 'nothing of it ran');
+    }
+
+    /** @dataProvider platforms */
+    public function testPdoOnlyFeaturesFailNamingThemselves(string $platform): void
+    {
+        $db = $this->connect($platform);
+        try {
+            $db->getPdo()->prepare('select 1');
+            self::fail('prepare() worked');
+        } catch (\LogicException $e) {
+            self::assertStringContainsString('prepare() is a PDO method', $e->getMessage());
+        }
+        try {
+            $db->getDoctrineConnection();
+            self::fail('a Doctrine connection was made');
+        } catch (\LogicException $e) {
+            self::assertStringContainsString('Doctrine DBAL needs a PDO', $e->getMessage());
+        }
+    }
+}
