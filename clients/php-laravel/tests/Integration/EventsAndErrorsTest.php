@@ -47,6 +47,39 @@ final class EventsAndErrorsTest extends TestCase
     }
 
     /** @dataProvider platforms */
+    public function testPretendLogsWithoutRunning(string $platform): void
+    {
+        $db = $this->connect($platform);
+        $log = $db->pretend(static function ($db): void {
+            $db->table('never_created')->insert(['a' => 1]);
+            self::assertSame([], $db->table('never_created')->get()->all());
+        });
+        self::assertCount(2, $log);
+        self::assertStringContainsString('insert into', $log[0]['query']);
+        self::assertFalse($db->getSchemaBuilder()->hasTable('never_created'));
+    }
+
+    /** @dataProvider platforms */
+    public function testReadAndWriteSessionsAndStickyWrites(string $platform): void
+    {
+        $backend = $platform === Databases::MYSQL ? 'TETHER_IT_MYSQL_BACKEND' : 'TETHER_IT_PGSQL_BACKEND';
+        $db = $this->connect($platform, [
+            'read' => ['backend' => Databases::env($backend), 'application_name' => 'reader'],
+            'write' => ['backend' => Databases::env($backend)],
+            'sticky' => true,
+        ]);
+        self::assertNotSame($db->getReadPdo(), $db->getPdo(), 'two sessions');
+        $db->getSchemaBuilder()->dropIfExists('rw_items');
+        $db->getSchemaBuilder()->create('rw_items', static function (Blueprint $t): void {
+            $t->id();
+            $t->string('v');
+        });
+        $db->table('rw_items')->insert(['v' => 'x']);
+        self::assertSame(1, $db->table('rw_items')->count());
+        self::assertSame($db->getPdo(), $db->getReadPdo(), 'sticky: reads after a write use the write session');
+    }
+
+    /** @dataProvider platforms */
     public function testUniqueViolationIsAQueryExceptionWithPdoCodes(string $platform): void
     {
         $db = $this->connect($platform);
