@@ -1,0 +1,96 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\WordPress\Tests\Integration;
+
+use PHPUnit\Framework\TestCase;
+use Tether\WordPress\Tests\Support\Browser;
+use Tether\WordPress\Tests\Support\Env;
+use Tether\WordPress\Tests\Support\Sites;
+
+/**
+ * LoadTest sends concurrent requests to the Tether site and watches the MariaDB server meanwhile: the sessions it
+ * sees for the test database stay within the pool's max_conns, and each request still sees its own session
+ * settings (WordPress's SET NAMES and sql_mode, its own time_zone) and its own FOUND_ROWS().
+ */
+final class LoadTest extends TestCase
+{
+    /** max_conns of the backend in the tetherd.toml scripts/lib/integration.sh writes. */
+    private const MAX_CONNS = 8;
+    private const REQUESTS = 20;
+
+    public function testConcurrentRequestsStayWithinThePoolAndKeepTheirSessions(): void
+    {
+        $site = Sites::get()->tether;
+        $monitor = Env::mysqli();
+        $myId = (int) $monitor->query('SELECT CONNECTION_ID()')->fetch_row()[0];
+        $db = Env::get('TETHER_IT_DB');
+        $sessions = static function () use ($monitor, $myId, $db): int {
+            $n = 0;
+            foreach ($monitor->query('SHOW PROCESSLIST')->fetch_all(MYSQLI_ASSOC) as $p) {
+                if ($p['User'] === 'tether' && $p['db'] === $db && (int) $p['Id'] !== $myId) {
+                    $n++;
+                }
+            }
+
+            return $n;
+        };
+        // Warm every worker once (each opens its persistent socket to tetherd and loads WordPress).
+        $this->runConcurrently($site->url('/tether-probe.php?case=session&sleep=0&n='), self::REQUESTS, static fn () => null);
+
+        $peak = 0;
+        $busyPeak = 0;
+        $replies = $this->runConcurrently($site->url('/tether-probe.php?case=session&sleep=0.3&n='), self::REQUESTS, static function () use ($sessions, $monitor, $myId, $db, &$peak, &$busyPeak): void {
+            $peak = \max($peak, $sessions());
+            $busy = (int) $monitor->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'tether' AND DB = '$db' AND ID <> $myId AND INFO LIKE 'DO SLEEP%'")->fetch_row()[0];
+            $busyPeak = \max($busyPeak, $busy);
+        });
+
+        self::assertLessThanOrEqual(self::MAX_CONNS, $peak, 'server sessions of the test database during the load');
+        self::assertGreaterThan(1, $busyPeak, 'requests did run concurrently on several pooled connections');
+        self::assertCount(self::REQUESTS, $replies);
+        foreach ($replies as $n => $reply) {
+            $r = $reply['result'];
+            self::assertSame($n, $r['n']);
+            self::assertSame($r['tz_set'], $r['tz'], "request $n sees its own time_zone");
+            self::assertSame((string) (100 + $n), $r['found'], "request $n sees its own FOUND_ROWS()");
+            self::assertSame('utf8mb4', $r['cs'], "request $n: SET NAMES utf8mb4");
+            self::assertSame('utf8mb4_unicode_520_ci', $r['coll'], "request $n: COLLATE");
+            self::assertStringNotContainsString('STRICT_TRANS_TABLES', $r['sql_mode'], "request $n: WordPress's sql_mode");
+        }
+    }
+
+    /**
+     * runConcurrently GETs $urlPrefix . $i for i in [0, $count) all at once, calling $tick while they run.
+     *
+     * @return array<int, array<string, mixed>> decoded JSON replies by i
+     */
+    private function runConcurrently(string $urlPrefix, int $count, callable $tick): array
+    {
+        $multi = \curl_multi_init();
+        $handles = [];
+        for ($i = 0; $i < $count; $i++) {
+            $h = \curl_init($urlPrefix . $i);
+            \curl_setopt_array($h, [CURLOPT_RETURNTRANSFER => true, CURLOPT_HEADER => true, CURLOPT_TIMEOUT => 60]);
+            \curl_multi_add_handle($multi, $h);
+            $handles[$i] = $h;
+        }
+        $deadline = \microtime(true) + 60;
+        do {
+            \curl_multi_exec($multi, $running);
+            $tick();
+            \curl_multi_select($multi, 0.02);
+        } while ($running > 0 && \microtime(true) < $deadline);
+        $replies = [];
+        foreach ($handles as $i => $h) {
+            $response = Browser::parse((string) \curl_multi_getcontent($h), \curl_getinfo($h, CURLINFO_HEADER_SIZE), \curl_getinfo($h, CURLINFO_RESPONSE_CODE));
+            self::assertSame(200, $response->status, "request $i: " . \substr($response->body, 0, 1000));
+            $replies[$i] = $response->json();
+            \curl_multi_remove_handle($multi, $h);
+        }
+        \curl_multi_close($multi);
+
+        return $replies;
+    }
+}

@@ -1,0 +1,193 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\WordPress\Tests\Integration;
+
+use PHPUnit\Framework\TestCase;
+use Tether\Client;
+use Tether\WordPress\Escaper;
+use Tether\WordPress\Tests\Support\Browser;
+use Tether\WordPress\Tests\Support\Env;
+use Tether\WordPress\Tests\Support\Sites;
+use Tether\WordPress\Tests\Support\WordPressSite;
+
+/**
+ * WpdbTest drives $wpdb directly, inside real WordPress requests of the Tether site (tests/fixtures/probe.php),
+ * and compares with what mysqli gives on the same database where mysqli is the reference.
+ */
+final class WpdbTest extends TestCase
+{
+    public function testTheSiteRunsOnTheDropIn(): void
+    {
+        $sites = Sites::get();
+        self::assertSame('Tether\\WordPress\\Wpdb', self::probeOn($sites->tether, 'savequeries', 'savequeries=1')['class']);
+        self::assertSame('wpdb', self::probeOn($sites->native, 'savequeries', 'savequeries=1')['class']);
+    }
+
+    public function testInsertIdRowsAffectedNumRowsAndValuesAsMysqliGivesThem(): void
+    {
+        $o = self::probe('basics');
+        self::assertTrue($o['create']);
+        self::assertSame([1, 1, 2, 2, 2], [$o['insert1'], $o['insert_id1'], $o['insert2'], $o['insert_id2'], $o['rows_affected_insert2']], 'insert(): rows and insert_id (a multi-row INSERT gives the first id, as mysqli_insert_id)');
+        self::assertSame(1, $o['update']);
+        self::assertSame(0, $o['update_same'], 'UPDATE changing nothing affects 0 rows (mysqli counts changed rows)');
+        self::assertSame(2, $o['replace'], 'REPLACE of an existing row: delete + insert = 2');
+        self::assertSame([3, 3], [$o['select'], $o['num_rows']]);
+        self::assertSame(['id' => '1', 'v' => 'r', 'd' => '2024-02-29 23:59:59', 'n' => '7', 'z' => null, 'f' => '1.5', 'dec_' => '2.50'], $o['row'], 'values are strings or null, DATETIME with a space, as mysqli gives them');
+        self::assertSame([[], ['id', 'value', 'd'], 'value'], [$o['empty'], $o['empty_col_names'], $o['empty_col_name_1']], 'get_col_info() names the columns of a result with no rows');
+        self::assertSame([1, 1], [$o['delete'], $o['rows_affected_delete']]);
+        self::assertSame(['wpt_tether_probe'], $o['show']);
+        self::assertSame(['id', 'v', 'd', 'n'], $o['describe']);
+        self::assertTrue($o['truncate']);
+        self::assertSame(1, $o['insert_id_before_failed_insert']);
+        self::assertSame(0, $o['insert_id_after_failed_insert'], 'a failed INSERT clears insert_id, as with mysqli');
+        self::assertFalse($o['bad']);
+        self::assertSame('SELEC 1', $o['bad_last_query']);
+        self::assertFalse($o['missing_table']);
+        self::assertFalse($o['dup']);
+
+        // last_error is MySQL's own message, the one mysqli_error() gives for the same statement.
+        $mysqli = Env::mysqli();
+        \mysqli_report(MYSQLI_REPORT_OFF);
+        foreach (['bad_error' => 'SELEC 1', 'missing_table_error' => 'SELECT * FROM tether_no_such_table'] as $key => $sql) {
+            $mysqli->query($sql);
+            self::assertSame($mysqli->error, $o[$key], "last_error for $sql");
+        }
+        $mysqli->query('CREATE TEMPORARY TABLE t_dup (id INT PRIMARY KEY)');
+        $mysqli->query('INSERT INTO t_dup VALUES (1)');
+        $mysqli->query('INSERT INTO t_dup VALUES (1)');
+        self::assertSame($mysqli->error, $o['dup_error']);
+    }
+
+    public function testSavequeriesLogsEachQuery(): void
+    {
+        $o = self::probe('savequeries', 'savequeries=1');
+        self::assertTrue($o['savequeries']);
+        self::assertSame(1, $o['added']);
+        self::assertSame('SELECT 40 + 2', $o['sql']);
+        self::assertTrue($o['time_is_float']);
+        self::assertTrue($o['start_is_float']);
+        self::assertStringContainsString('Tether\\WordPress\\Wpdb->query', $o['caller']);
+    }
+
+    /** The escaper is mysqli_real_escape_string on a utf8mb4 connection, byte for byte, on random bytes. */
+    public function testEscapeIsMysqliRealEscapeString(): void
+    {
+        $mysqli = Env::mysqli();
+        $alphabet = ["\0", "\n", "\r", '\\', "'", '"', "\x1a", '%', '_', 'a', ' ', "\x80", "\xbf", "\xc2", "\xc3", "\xe0", "\xed", "\xf0", "\xf4", "\xf8", "\xff", 'é', '😀', '€', '漢'];
+        \mt_srand(42);
+        for ($n = 0; $n < 5000; $n++) {
+            $s = '';
+            for ($k = \mt_rand(0, 10); $k > 0; $k--) {
+                $s .= $alphabet[\mt_rand(0, \count($alphabet) - 1)];
+            }
+            self::assertSame(\bin2hex($mysqli->real_escape_string($s)), \bin2hex(Escaper::escape($s)), 'input ' . \bin2hex($s));
+        }
+    }
+
+    /** prepare() + the drop-in's escaping store and find quotes, backslashes, NUL, Ctrl-Z, % and multibyte text. */
+    public function testPrepareAndEscapeRoundTrip(): void
+    {
+        $values = ["it's", 'say "hi"', 'back\\slash', "nul\0byte", "ctrl\x1aZ", "new\nline\r\n", '100% _wild_', 'ünïcödé 漢字 😀', "\\'; DROP TABLE x; --", "trailing\\"];
+        $sites = Sites::get();
+        $browser = new Browser();
+        $response = $browser->post($sites->tether->url('/tether-probe.php?case=escape'), ['values' => \base64_encode((string) \json_encode($values))]);
+        $out = $response->json()['result'];
+        $mysqli = Env::mysqli();
+        foreach ($values as $i => $value) {
+            self::assertSame(\base64_encode($value), $out[$i]['back'], 'read back ' . \json_encode($value));
+            self::assertSame(\base64_encode($mysqli->real_escape_string($value)), $out[$i]['escaped'], '_real_escape ' . \json_encode($value));
+            self::assertSame('1', $out[$i]['like'], 'esc_like ' . \json_encode($value));
+        }
+    }
+
+    /**
+     * FOUND_ROWS(), LAST_INSERT_ID() and @variables stay this $wpdb's while another client runs statements on the
+     * same pool between the statement that set them and the one that reads them.
+     */
+    public function testConnectionBoundStateSurvivesAnotherClientInterleaving(): void
+    {
+        $o = self::probe('interleaved');
+        self::assertSame(['1', '2', '3'], $o['page']);
+        self::assertSame('37', $o['found_rows'], 'SELECT FOUND_ROWS() after SQL_CALC_FOUND_ROWS ... LIMIT 3 over 37 rows');
+        self::assertSame(['FOUND_ROWS()'], $o['found_rows_col']);
+        self::assertSame((string) $o['insert_id'], $o['last_insert_id']);
+        self::assertSame((string) $o['insert_id'], $o['last_insert_id_in_expr']);
+        self::assertSame('42', $o['var']);
+        self::assertSame('82', $o['var_assigned']);
+        self::assertSame('a@b.example', $o['email_in_string']);
+    }
+
+    /**
+     * The same interleaving through a bare Tether client shows what the drop-in guards against: FOUND_ROWS() in a
+     * later statement answers for whichever pooled connection ran it.
+     */
+    public function testWithoutTheDropInFoundRowsWouldBeAnotherClients(): void
+    {
+        $mine = new Client(['socket' => Env::get('TETHER_SOCKET'), 'backend' => Env::get('TETHER_IT_MYSQL_BACKEND'), 'persistent' => false]);
+        $theirs = new Client(['socket' => Env::get('TETHER_SOCKET'), 'backend' => Env::get('TETHER_IT_MYSQL_BACKEND'), 'persistent' => false]);
+        $mine->query('SELECT SQL_CALC_FOUND_ROWS seq FROM seq_1_to_37 LIMIT 3');
+        for ($i = 0; $i < 16; $i++) {
+            $theirs->query('SELECT SQL_CALC_FOUND_ROWS seq FROM seq_1_to_5 LIMIT 1');
+        }
+        self::assertNotSame(37, (int) $mine->queryOne('SELECT FOUND_ROWS() AS n')['n']);
+    }
+
+    public function testTransactionsMapOntoATetherTransaction(): void
+    {
+        $o = self::probe('transaction');
+        self::assertSame(0, $o['start']);
+        self::assertTrue($o['in_tx']);
+        self::assertSame(1, $o['inside_sees'], 'the transaction sees its own insert');
+        self::assertSame(0, $o['other_sees_uncommitted'], 'another client does not see it before COMMIT');
+        self::assertSame(0, $o['after_rollback'], 'ROLLBACK undid it');
+        self::assertTrue($o['lock_in_tx'], 'SELECT ... FOR UPDATE in the transaction');
+        self::assertSame('1', $o['get_lock_in_tx'], 'GET_LOCK() is allowed inside a transaction');
+        self::assertFalse($o['in_tx_after']);
+        self::assertSame(1, $o['after_commit']);
+        self::assertSame(0, $o['autocommit_other_sees'], 'SET autocommit = 0 opened a transaction');
+        self::assertSame(1, $o['autocommit_after'], 'SET autocommit = 1 committed it');
+        self::assertSame([0, ''], [$o['rollback_without_tx'], $o['rollback_without_tx_error']], 'ROLLBACK without a transaction does nothing, as in MySQL');
+    }
+
+    /** What cannot be served on a pool fails with last_error naming it, and none of it runs. */
+    public function testUnservableQueriesFailWithAClearError(): void
+    {
+        $o = self::probe('refused');
+        $expected = [
+            'lock' => 'LOCK TABLES is not supported',
+            'multi' => 'more than one statement',
+            'multi_select' => 'more than one statement',
+            'temporary' => 'CREATE TEMPORARY TABLE outside a transaction',
+            'get_lock' => 'GET_LOCK() outside a transaction',
+            'use' => 'USE outside a transaction',
+            'start_ro' => 'START TRANSACTION READ ONLY is not supported',
+        ];
+        foreach ($expected as $name => $message) {
+            self::assertFalse($o[$name]['result'], "$name must fail");
+            self::assertStringContainsString($message, $o[$name]['error'], $name);
+            self::assertStringStartsWith('Tether: ', $o[$name]['error'], $name);
+        }
+        self::assertSame(0, $o['multi_ran'], 'no part of a multi-statement string ran');
+        self::assertSame('5', $o['trailing_semicolon'], 'one statement with a trailing ; is fine, as with mysqli');
+        self::assertSame('a;b', $o['semicolon_in_string']);
+    }
+
+    /** @return array<string, mixed> */
+    private static function probe(string $case, string $query = ''): array
+    {
+        return self::probeOn(Sites::get()->tether, $case, $query)['result'];
+    }
+
+    /** @return array<string, mixed> */
+    private static function probeOn(WordPressSite $site, string $case, string $query = ''): array
+    {
+        $response = (new Browser())->get($site->url('/tether-probe.php?case=' . $case . ($query !== '' ? '&' . $query : '')));
+        if ($response->status !== 200) {
+            self::fail("probe $case: HTTP {$response->status}: " . \substr($response->body, 0, 2000) . "\n" . \substr($site->serverLog(), -3000));
+        }
+
+        return $response->json();
+    }
+}
