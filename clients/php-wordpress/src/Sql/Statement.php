@@ -31,6 +31,20 @@ final class Statement
         $multiple = false;
         $afterSemicolon = false;
         for ($i = 0; $i < $length; $i++) {
+            // Copy the run of ordinary characters up to the next one that may start a literal, a comment or a
+            // statement end in one step: a post body of megabytes must not cost a PHP loop per byte.
+            $run = \strcspn($sql, "'\"`#-/*;", $i);
+            if ($run > 0) {
+                $chunk = \substr($sql, $i, $run);
+                if ($afterSemicolon && \trim($chunk) !== '') {
+                    $multiple = true;
+                }
+                $code .= $chunk;
+                $i += $run;
+                if ($i >= $length) {
+                    break;
+                }
+            }
             $c = $sql[$i];
             $next = $i + 1 < $length ? $sql[$i + 1] : '';
             if ($c === "'" || $c === '"' || $c === '`') {
@@ -41,7 +55,7 @@ final class Statement
             }
             if ($c === '#' || ($c === '-' && $next === '-' && ($i + 2 >= $length || \ctype_space($sql[$i + 2])))) {
                 $end = \strpos($sql, "\n", $i);
-                $i = $end === false ? $length : $end;
+                $i = $end === false ? $length : $end - 1; // the newline itself is white space of the code
                 $code .= ' ';
                 continue;
             }
@@ -82,7 +96,7 @@ final class Statement
     /** keywords returns the first $n words of the code, upper-cased, skipping leading parentheses. */
     public function keywords(int $n = 2): array
     {
-        \preg_match_all('/[A-Za-z_]+/', \ltrim($this->code, "( \t\r\n"), $m);
+        \preg_match_all('/[A-Za-z_]+/', \substr(\ltrim($this->code, "( \t\r\n"), 0, 200), $m);
 
         return \array_map('strtoupper', \array_slice($m[0], 0, $n));
     }
@@ -101,7 +115,12 @@ final class Statement
 
     private static function skipQuoted(string $sql, int $i, int $length, string $quote): int
     {
+        $stops = $quote === '`' ? '`' : $quote . '\\';
         for ($j = $i + 1; $j < $length; $j++) {
+            $j += \strcspn($sql, $stops, $j);
+            if ($j >= $length) {
+                break;
+            }
             $c = $sql[$j];
             if ($c === '\\' && $quote !== '`') {
                 $j++;

@@ -1,0 +1,68 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\WordPress\Tests\Unit;
+
+use PHPUnit\Framework\TestCase;
+use Tether\WordPress\Sql\Statement;
+
+/** StatementTest: what the drop-in reads from SQL text before sending it (no server needed). */
+final class StatementTest extends TestCase
+{
+    /** @dataProvider multipleStatements */
+    public function testMultipleStatements(string $sql, bool $multiple): void
+    {
+        self::assertSame($multiple, Statement::parse($sql)->multiple, $sql);
+    }
+
+    /** @return iterable<string, array{string, bool}> */
+    public static function multipleStatements(): iterable
+    {
+        yield 'two selects' => ['SELECT 1; SELECT 2', true];
+        yield 'trailing semicolon' => ["SELECT 1;  \n", false];
+        yield 'trailing semicolon and comment' => ['SELECT 1; -- done', false];
+        yield 'semicolon in single quotes' => ["SELECT 'a;b'", false];
+        yield 'semicolon after an escaped quote' => ["SELECT 'it\\'s; fine'", false];
+        yield 'semicolon after a doubled quote' => ["SELECT 'it''s; fine'", false];
+        yield 'semicolon in double quotes' => ['SELECT "a;b"', false];
+        yield 'semicolon in backticks' => ['SELECT 1 AS `a;b`', false];
+        yield 'semicolon in a comment' => ["SELECT 1 /* ; DROP */ + 1", false];
+        yield 'semicolon in a hash comment' => ["SELECT 1 # ; DROP\n", false];
+        yield 'statement in an executable comment' => ['SELECT 1; /*!40101 SET NAMES utf8 */', true];
+        yield 'insert then delete' => ["INSERT INTO t VALUES ('x'); DELETE FROM t", true];
+        yield 'unterminated literal' => ["SELECT 'a;", false];
+    }
+
+    public function testCodeEmptiesLiteralsAndDropsComments(): void
+    {
+        $s = Statement::parse("/* lead */ SELECT 'x@y.z', \"SQL_CALC_FOUND_ROWS\", `col` -- tail\nFROM t");
+        self::assertSame("SELECT '', \"\", `_`  \nFROM t", $s->code);
+        self::assertSame([], $s->userVariables);
+        self::assertFalse($s->matches('/SQL_CALC_FOUND_ROWS/'));
+        self::assertSame('SELECT', $s->verb());
+    }
+
+    public function testUserVariables(): void
+    {
+        self::assertSame(['a', 'b'], Statement::parse('SET @a = 1, @B := @@session.sql_mode')->userVariables);
+        self::assertSame(['n'], Statement::parse("SELECT @n := @n + 1, 'me@example.com', @@time_zone")->userVariables);
+    }
+
+    public function testKeywordsSkipParenthesesAndExecutableComments(): void
+    {
+        self::assertSame(['SELECT', 'A'], Statement::parse('((SELECT a FROM t))')->keywords());
+        self::assertSame(['SET', 'NAMES'], Statement::parse('/*!40101 SET NAMES utf8mb4 */')->keywords());
+        self::assertSame(['LOCK', 'TABLES'], Statement::parse("\n  lock tables t write")->keywords());
+    }
+
+    public function testLargeStatementsParseInLinearTime(): void
+    {
+        $body = \str_repeat("Lorem ipsum dolor sit amet, it\\'s \"quoted\" -- not a comment; ", 40000);
+        $start = \microtime(true);
+        $s = Statement::parse("INSERT INTO wp_posts (post_content) VALUES ('" . $body . "')");
+        self::assertFalse($s->multiple);
+        self::assertSame("INSERT INTO wp_posts (post_content) VALUES ('')", $s->code);
+        self::assertLessThan(1.0, \microtime(true) - $start, '2.6 MB of post content');
+    }
+}
