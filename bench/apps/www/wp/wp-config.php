@@ -1,0 +1,49 @@
+<?php
+
+/*
+ * bench/apps/www/wp/wp-config.php: the configuration of the benchmark's two WordPress sites, "native" (WordPress's
+ * own wpdb on mysqli) and "tether" (the same, with Tether's db.php drop-in in its content directory). Both use the
+ * same database and table prefix; only the way to the database differs. BENCH_WP_SITE names the site; the site's
+ * front page (htdocs/wp-SITE/index.php) and bench/apps/setup-wordpress.php define it. WordPress itself is Debian's
+ * package (/usr/share/wordpress), its themes and plugins shared by both content directories (symlinks).
+ */
+
+$bench = require __DIR__ . '/../config.php';
+if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether'], true)) {
+    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native or tether');
+}
+
+define('DB_NAME', $bench['db_name']);
+define('DB_USER', $bench['users']['wp_native']);
+define('DB_PASSWORD', $bench['users']['wp_native']);
+define('DB_HOST', 'localhost:' . $bench['mysql_socket']);
+define('DB_CHARSET', 'utf8mb4');
+define('DB_COLLATE', '');
+$table_prefix = 'wp_';
+
+if (BENCH_WP_SITE === 'tether') {
+    // The drop-in's settings (clients/php-wordpress/README.md): tetherd holds the credentials.
+    define('TETHER_SOCKET', $bench['tether_socket']);
+    define('TETHER_BACKEND', $bench['tether_backend']);
+}
+
+define('WP_CONTENT_DIR', __DIR__ . '/content-' . BENCH_WP_SITE);
+$bench_host = preg_replace('/[^A-Za-z0-9.:\-]/', '', $_SERVER['HTTP_HOST'] ?? '127.0.0.1');
+define('WP_HOME', 'http://' . $bench_host . '/wp-' . BENCH_WP_SITE);
+define('WP_SITEURL', WP_HOME);
+define('WP_CONTENT_URL', WP_HOME . '/wp-content');
+
+// As a site under load would run: cron from the system's crontab, no updates checked from the page, no debug.
+define('DISABLE_WP_CRON', true);
+define('AUTOMATIC_UPDATER_DISABLED', true);
+define('WP_AUTO_UPDATE_CORE', false);
+define('WP_DEBUG', false);
+
+// Fixed keys: the benchmark logs nobody in.
+foreach (['AUTH_KEY', 'SECURE_AUTH_KEY', 'LOGGED_IN_KEY', 'NONCE_KEY', 'AUTH_SALT', 'SECURE_AUTH_SALT', 'LOGGED_IN_SALT', 'NONCE_SALT'] as $bench_key) {
+    define($bench_key, "bench-apps-$bench_key-not-secret");
+}
+unset($bench, $bench_host, $bench_key);
+
+define('ABSPATH', '/usr/share/wordpress/');
+require_once ABSPATH . 'wp-settings.php';
