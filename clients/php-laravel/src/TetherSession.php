@@ -136,20 +136,26 @@ final class TetherSession
     }
 
     /**
-     * unprepared runs one statement without parameters, as DB::unprepared() does. Several statements in one call
-     * are refused (tetherd binds every statement server-side, where a multi-statement string is not accepted).
+     * unprepared runs one statement without parameters, as DB::unprepared() does; compound statements (a trigger
+     * or procedure body, MariaDB's BEGIN NOT ATOMIC ... END, a PostgreSQL function in $$ quotes) are one statement.
+     * Several statements in one string are refused by the server (tetherd prepares every statement, and a prepared
+     * statement is one statement): nothing of it runs, and the refusal is an UnsupportedStatementException that
+     * names the count, its previous the server's syntax error.
      *
      * @throws TetherQueryError|UnsupportedStatementException
      */
     public function unprepared(string $sql): int
     {
         $this->refuseSessionControl($sql);
-        $count = SqlText::statementCount($sql, $this->platform());
-        if ($count > 1) {
-            throw new UnsupportedStatementException(\sprintf('DB::unprepared() got %d statements in one string; the tether driver runs one statement per call (tetherd prepares every statement), so run them one by one', $count));
+        try {
+            return $this->run($sql, [])->affectedRows;
+        } catch (TetherQueryError $e) {
+            $count = \in_array($e->getCode(), ['42000', '42601'], true) ? SqlText::statementCount($sql, $this->platform()) : 1;
+            if ($count > 1) {
+                throw new UnsupportedStatementException(\sprintf('DB::unprepared() got %d statements in one string and the server refused them, so none ran: tetherd prepares every statement, and a prepared statement holds one; run them one by one', $count), 0, $e);
+            }
+            throw $e;
         }
-
-        return $this->run($sql, [])->affectedRows;
     }
 
     /**
@@ -309,7 +315,8 @@ final class TetherSession
         $second = \strtok(' ');
         $isMysql = $this->platform() === SqlText::MYSQL;
         $transactional = match ($first) {
-            'BEGIN', 'COMMIT', 'XA' => true,
+            'BEGIN' => !($isMysql && $second === 'NOT'), // MariaDB's BEGIN NOT ATOMIC ... END is a compound statement
+            'COMMIT', 'XA' => true,
             'START' => $second === 'TRANSACTION',
             'ROLLBACK' => $second !== 'TO',
             'END', 'ABORT' => !$isMysql,

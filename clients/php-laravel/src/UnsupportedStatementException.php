@@ -5,11 +5,12 @@ declare(strict_types=1);
 namespace Tether\Laravel;
 
 /**
- * UnsupportedStatementException is thrown, before anything is sent, for a statement the tether driver cannot serve
- * the way PDO would: transaction control or LOCK TABLES in raw SQL (tetherd pins transactions itself), several
- * statements in one DB::unprepared(), a binding of a type PDO would not bind either, or placeholders that do not
- * match the bindings. Inside a query, Laravel wraps it in a QueryException (the SQL and bindings), as it wraps
- * PDOException. Never retryable: the same statement fails the same way.
+ * UnsupportedStatementException is a statement the tether driver cannot serve the way PDO would. Refused before
+ * anything is sent: transaction control or LOCK TABLES in raw SQL (tetherd pins transactions itself), a binding of
+ * a type neither PDO nor tetherd binds, placeholders that do not match the bindings. Refused by the server, with
+ * nothing run, and explained here: several statements in one DB::unprepared() (getPrevious() is the server's
+ * error). Inside a query Laravel wraps it in a QueryException (the SQL and bindings), as it wraps PDOException.
+ * Never retryable: the same statement fails the same way.
  */
 final class UnsupportedStatementException extends \LogicException
 {

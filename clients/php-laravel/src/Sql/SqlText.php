@@ -62,6 +62,11 @@ final class SqlText
         $start = 0; // start of the code not yet copied to $out
         $i = 0;
         while ($i < $length) {
+            // Jump over the characters that cannot start a literal, a comment or a placeholder.
+            $i += \strcspn($sql, "?:'\"`\$-/#", $i);
+            if ($i >= $length) {
+                break;
+            }
             $skipTo = self::skipQuotedOrComment($sql, $i, $platform);
             if ($skipTo !== null) {
                 $i = $skipTo;
