@@ -310,22 +310,23 @@ final class TetherSession
      */
     private function refuseSessionControl(string $sql): void
     {
-        $words = SqlText::leadingWords($sql, $this->platform(), 3);
-        $first = \strtok($words, ' ');
-        $second = \strtok(' ');
         $isMysql = $this->platform() === SqlText::MYSQL;
+        $words = \explode(' ', SqlText::leadingWords($sql, $this->platform(), 3)) + ['', '', ''];
+        [$first, $second] = $words;
+        // SET [SESSION | LOCAL] autocommit, SET @@[session.]autocommit
+        $setTarget = \preg_replace('/^@@(SESSION\.|LOCAL\.)?/', '', \in_array($second, ['SESSION', 'LOCAL'], true) ? $words[2] : $second);
         $transactional = match ($first) {
             'BEGIN' => !($isMysql && $second === 'NOT'), // MariaDB's BEGIN NOT ATOMIC ... END is a compound statement
             'COMMIT', 'XA' => true,
             'START' => $second === 'TRANSACTION',
-            'ROLLBACK' => $second !== 'TO',
+            'ROLLBACK' => $second !== 'TO' && !(\in_array($second, ['WORK', 'TRANSACTION'], true) && $words[2] === 'TO'),
             'END', 'ABORT' => !$isMysql,
             'PREPARE' => !$isMysql && $second === 'TRANSACTION',
-            'SET' => \in_array(\preg_replace('/^@@(SESSION\.|LOCAL\.)?/', '', $second === 'SESSION' || $second === 'LOCAL' ? (string) \strtok(' ') : (string) $second), ['AUTOCOMMIT'], true),
+            'SET' => $setTarget === 'AUTOCOMMIT',
             default => false,
         };
         if ($transactional) {
-            throw new UnsupportedStatementException(\sprintf('%s cannot run as raw SQL through the tether driver: tetherd pins a transaction to one backend connection only through its own begin and commit; use DB::beginTransaction(), DB::commit(), DB::rollBack() or DB::transaction()', \trim($first . ' ' . ($second ?: ''))));
+            throw new UnsupportedStatementException(\sprintf('%s cannot run as raw SQL through the tether driver: tetherd pins a transaction to one backend connection only through its own begin and commit; use DB::beginTransaction(), DB::commit(), DB::rollBack() or DB::transaction()', \trim($first . ' ' . $second)));
         }
         if ($isMysql && $first === 'LOCK' && ($second === 'TABLES' || $second === 'TABLE')) {
             throw new UnsupportedStatementException('LOCK TABLES cannot run through the tether driver: outside a transaction tetherd refuses it (the lock would outlive the statement on a pooled connection), and inside one MySQL commits the transaction implicitly; lock rows with lockForUpdate() or sharedLock() inside DB::transaction() instead');

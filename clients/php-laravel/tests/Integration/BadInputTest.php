@@ -45,6 +45,18 @@ final class BadInputTest extends TestCase
         }
         self::assertSame(0, $db->transactionLevel());
         self::assertSame(1, (int) $db->selectOne('select 1 as one')->one);
+
+        // Raw savepoints inside a Laravel transaction are fine: they stay on the pinned connection.
+        $db->statement('drop table if exists bad_sp');
+        $db->statement('create table bad_sp (id int)');
+        $db->transaction(static function (Connection $db): void {
+            $db->insert('insert into bad_sp values (1)');
+            $db->statement('savepoint mine');
+            $db->insert('insert into bad_sp values (2)');
+            $db->statement('rollback to savepoint mine');
+            $db->unprepared('ROLLBACK WORK TO SAVEPOINT mine');
+        });
+        self::assertSame([1], \array_map('intval', $db->table('bad_sp')->pluck('id')->all()));
     }
 
     public function testLockTablesIsRefusedOnMysql(): void

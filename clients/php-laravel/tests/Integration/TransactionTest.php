@@ -129,4 +129,30 @@ final class TransactionTest extends TestCase
         });
         self::assertCount(1, \array_unique($ids));
     }
+
+    public function testASerializationFailureIsRetriedByTransactionAttempts(): void
+    {
+        $db = $this->connect(Databases::PGSQL, ['isolation_level' => 'repeatable read']);
+        $db->getSchemaBuilder()->dropIfExists('tx_counters');
+        $db->getSchemaBuilder()->create('tx_counters', static function (Blueprint $t): void {
+            $t->id();
+            $t->integer('n');
+        });
+        $db->table('tx_counters')->insert(['n' => 0]);
+        $other = Databases::direct(Databases::PGSQL);
+
+        $attempts = 0;
+        $db->transaction(static function (Connection $db) use (&$attempts, $other): void {
+            $attempts++;
+            $n = (int) $db->table('tx_counters')->value('n');     // the snapshot is taken here
+            if ($attempts === 1) {
+                $other->exec('UPDATE tx_counters SET n = n + 100'); // a concurrent, committed update
+            }
+            $db->table('tx_counters')->update(['n' => $n + 1]);    // 40001 on the first attempt
+        }, 2);
+
+        self::assertSame(2, $attempts, 'Laravel saw a concurrency error (SQLSTATE 40001) and ran the closure again');
+        self::assertSame(101, (int) $other->query('SELECT n FROM tx_counters')->fetchColumn());
+        self::assertSame(0, $db->transactionLevel());
+    }
 }
