@@ -36,6 +36,22 @@ final class SiteComparisonTest extends TestCase
         $this->assertSameOutput('search with no result', 'Sorry, but nothing matched your search terms.');
     }
 
+    /** WP_Query's paging: SQL_CALC_FOUND_ROWS then FOUND_ROWS() decide the pages and their links. */
+    public function testPagination(): void
+    {
+        $this->assertSameOutput('front page 2', 'Filler 1');
+        $this->assertSameOutput('search page 1', 'Filler 11');
+        $this->assertSameOutput('search page 2', 'Filler 1');
+        $this->assertStringNotContainsString('Filler 1<', self::outputs()['native']['search page 1'], 'search page 1 holds 10 of the 11 fillers');
+    }
+
+    /** The classic form handler: wp-admin/post.php, action=editpost, with the page's own nonce. */
+    public function testEditPostThroughPostPhpForm(): void
+    {
+        $this->assertSameOutput('post.php edit', 'Location: HOST/wp-admin/post.php?post=');
+        $this->assertSameOutput('post page after post.php edit', 'Edited through post.php');
+    }
+
     public function testAdminDashboard(): void
     {
         $this->assertSameOutput('login', 'Location: HOST/wp-admin/');
@@ -111,6 +127,29 @@ final class SiteComparisonTest extends TestCase
         $out['rest edit'] = self::normalise($site, $author->post($site->url('/index.php?rest_route=/wp/v2/posts/' . $id), (string) \json_encode([
             'title' => 'Edited through REST', 'excerpt' => 'An excerpt',
         ]), $json));
+        for ($i = 1; $i <= 11; $i++) {
+            $filler = $author->post($site->url('/index.php?rest_route=/wp/v2/posts'), (string) \json_encode([
+                'title' => "Filler $i", 'content' => "<p>Filler post number $i.</p>", 'status' => 'publish', 'date' => \sprintf('2020-01-%02dT10:00:00', $i),
+            ]), $json);
+            if ($filler->status !== 201) {
+                throw new \RuntimeException("{$site->name}: creating Filler $i: HTTP {$filler->status} " . \substr($filler->body, 0, 500));
+            }
+        }
+        $out['front page 2'] = self::normalise($site, self::getFollowing($reader, $site->url('/?paged=2')));
+        $out['search page 1'] = self::normalise($site, $reader->get($site->url('/?s=filler')));
+        $out['search page 2'] = self::normalise($site, self::getFollowing($reader, $site->url('/?s=filler&paged=2')));
+
+        $editPage = $author->get($site->url('/wp-admin/post.php?post=1&action=edit'));
+        if (!\preg_match('/name="_wpnonce" value="([0-9a-f]{10})"/', $editPage->body, $nonceMatch)) {
+            throw new \RuntimeException("{$site->name}: no _wpnonce on the edit page: HTTP {$editPage->status}");
+        }
+        $out['post.php edit'] = self::normalise($site, $author->post($site->url('/wp-admin/post.php'), [
+            '_wpnonce' => $nonceMatch[1], 'action' => 'editpost', 'post_ID' => '1', 'post_type' => 'post', 'originalaction' => 'editpost',
+            'original_post_status' => 'publish', 'post_status' => 'publish', 'post_title' => 'Edited through post.php',
+            'content' => "<!-- wp:paragraph -->\n<p>Saved by the classic form handler: it's \"fine\".</p>\n<!-- /wp:paragraph -->",
+        ]));
+        $out['post page after post.php edit'] = self::normalise($site, self::getFollowing($reader, $site->url('/?p=1')));
+
         $out['edited post page'] = self::normalise($site, self::getFollowing($reader, $site->url('/?p=' . $id)));
         $out['post list'] = self::normalise($site, $author->get($site->url('/wp-admin/edit.php')));
 

@@ -174,6 +174,28 @@ final class WpdbTest extends TestCase
         self::assertSame('a;b', $o['semicolon_in_string']);
     }
 
+    /**
+     * With tetherd unreachable, WordPress shows its database error page: terse on the front end (as with mysqli),
+     * naming the Tether error in wp-admin (dead_db() shows $wpdb->error there).
+     */
+    public function testUnreachableTetherdGivesTheDatabaseErrorPage(): void
+    {
+        $site = WordPressSite::create('unreachable', 'wpu_', true, Env::get('TETHER_IT_DIR') . '/no-such-tetherd.sock');
+        $site->start(1);
+        try {
+            $front = (new Browser())->get($site->url('/'));
+            $admin = (new Browser())->get($site->url('/wp-admin/'));
+        } finally {
+            $site->stop();
+        }
+        self::assertSame(500, $front->status);
+        self::assertStringContainsString('Error establishing a database connection', $front->body);
+        self::assertSame(500, $admin->status);
+        self::assertStringContainsString('Error establishing a database connection', $admin->body);
+        self::assertStringContainsString('Tether: cannot reach tetherd', $admin->body);
+        self::assertStringContainsString('no-such-tetherd.sock', $admin->body);
+    }
+
     /** @return array<string, mixed> */
     private static function probe(string $case, string $query = ''): array
     {

@@ -24,8 +24,11 @@ final class WordPressSite
     ) {
     }
 
-    /** create writes the site root afresh (the database tables are the installer's business). */
-    public static function create(string $name, string $prefix, bool $tether): self
+    /**
+     * create writes the site root afresh (the database tables are the installer's business). $tetherSocket
+     * overrides the TETHER_SOCKET the Tether site gets (default: the test tetherd's).
+     */
+    public static function create(string $name, string $prefix, bool $tether, ?string $tetherSocket = null): self
     {
         $package = \dirname(__DIR__, 2);
         $base = \getenv('TETHER_IT_DIR') ?: \dirname($package, 2) . '/var/it-wordpress';
@@ -49,7 +52,7 @@ final class WordPressSite
         \symlink($package . '/tests/fixtures/probe.php', $root . '/tether-probe.php');
         $tetherConstants = $tether ? \sprintf(
             "define('TETHER_SOCKET', %s);\ndefine('TETHER_BACKEND', %s);",
-            \var_export(Env::get('TETHER_SOCKET'), true),
+            \var_export($tetherSocket ?? Env::get('TETHER_SOCKET'), true),
             \var_export(Env::get('TETHER_IT_MYSQL_BACKEND'), true),
         ) : '';
         $config = \strtr((string) \file_get_contents($package . '/tests/fixtures/wp-config.php.tpl'), [
