@@ -117,6 +117,18 @@ final class QueryBuilderTest extends TestCase
         $next = $db->table('qb_customers')->insertGetId(['name' => 'eve', 'city' => 'Oslo']);
         self::assertSame($id + 1, $next);
 
+        // Statements outside a transaction may run on different pooled connections: each id is its own INSERT's.
+        $ids = [];
+        for ($i = 0; $i < 20; $i++) {
+            $ids["many$i"] = $db->table('qb_customers')->insertGetId(['name' => "many$i", 'city' => 'Many']);
+        }
+        $inTransaction = $db->transaction(static fn (Connection $db): int => $db->table('qb_customers')->insertGetId(['name' => 'inside', 'city' => 'Many']));
+        $ids['inside'] = $inTransaction;
+        $stored = $direct->query("SELECT name, id FROM qb_customers WHERE city = 'Many'")->fetchAll(\PDO::FETCH_KEY_PAIR);
+        \ksort($stored);
+        \ksort($ids);
+        self::assertSame($stored, $ids);
+
         self::assertSame(2, $db->table('qb_customers')->where('city', 'London')->update(['city' => 'Leeds']));
         self::assertSame('2', (string) $direct->query("SELECT COUNT(*) FROM qb_customers WHERE city = 'Leeds'")->fetchColumn());
 
