@@ -118,4 +118,29 @@ final class SchemaTest extends TestCase
         self::assertFalse($schema->hasTable('mig_teams'));
         self::assertSame([], $repository->getRan());
     }
+
+    public function testDisablingForeignKeyChecksHoldsForLaterStatementsOnMysql(): void
+    {
+        $db = $this->connect(Databases::MYSQL);
+        $schema = $db->getSchemaBuilder();
+        $schema->dropIfExists('sc_fk_children');
+        $schema->dropIfExists('sc_fk_parents');
+        $schema->create('sc_fk_parents', static function (Blueprint $t): void {
+            $t->id();
+        });
+        $schema->create('sc_fk_children', static function (Blueprint $t): void {
+            $t->id();
+            $t->foreignId('parent_id')->constrained('sc_fk_parents');
+        });
+
+        // A seeder's pattern: SET FOREIGN_KEY_CHECKS=0 is a session setting tetherd keeps for this connection.
+        $schema->disableForeignKeyConstraints();
+        for ($i = 1; $i <= 10; $i++) {
+            $db->table('sc_fk_children')->insert(['parent_id' => 1000 + $i]);
+        }
+        $schema->enableForeignKeyConstraints();
+        self::assertSame(10, $db->table('sc_fk_children')->count());
+        $this->expectException(QueryException::class);
+        $db->table('sc_fk_children')->insert(['parent_id' => 999]);
+    }
 }
