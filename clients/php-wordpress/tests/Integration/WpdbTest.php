@@ -121,15 +121,21 @@ final class WpdbTest extends TestCase
 
     /**
      * The same interleaving through a bare Tether client shows what the drop-in guards against: FOUND_ROWS() in a
-     * later statement answers for whichever pooled connection ran it.
+     * later statement answers for whichever pooled connection runs it, which another client used meanwhile.
      */
     public function testWithoutTheDropInFoundRowsWouldBeAnotherClients(): void
     {
-        $mine = new Client(['socket' => Env::get('TETHER_SOCKET'), 'backend' => Env::get('TETHER_IT_MYSQL_BACKEND'), 'persistent' => false]);
-        $theirs = new Client(['socket' => Env::get('TETHER_SOCKET'), 'backend' => Env::get('TETHER_IT_MYSQL_BACKEND'), 'persistent' => false]);
+        $client = static fn (): Client => new Client(['socket' => Env::get('TETHER_SOCKET'), 'backend' => Env::get('TETHER_IT_MYSQL_BACKEND'), 'persistent' => false]);
+        $mine = $client();
         $mine->query('SELECT SQL_CALC_FOUND_ROWS seq FROM seq_1_to_37 LIMIT 3');
-        for ($i = 0; $i < 16; $i++) {
-            $theirs->query('SELECT SQL_CALC_FOUND_ROWS seq FROM seq_1_to_5 LIMIT 1');
+        $transactions = [];
+        for ($i = 0; $i < 8; $i++) {
+            $tx = $client()->begin(null, 5000);
+            $tx->query('SELECT SQL_CALC_FOUND_ROWS seq FROM seq_1_to_5 LIMIT 1');
+            $transactions[] = $tx;
+        }
+        foreach ($transactions as $tx) {
+            $tx->commit();
         }
         self::assertNotSame(37, (int) $mine->queryOne('SELECT FOUND_ROWS() AS n')['n']);
     }
