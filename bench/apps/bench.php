@@ -597,7 +597,7 @@ function report(array $argv): int
     $lvVersion = preg_match("/const VERSION = '([^']+)'/", (string) @file_get_contents('/usr/share/php/Illuminate/Foundation/Application.php'), $m4) ? $m4[1] : '?';
     $settingLabels = array_map(static fn ($s) => $s['label'], SETTINGS);
 
-    echo "### Application pages (bench/apps)\n\n";
+    echo "## Application pages: `bench/apps/run.sh`\n\n";
     echo "A WordPress front page and a Laravel (Eloquent) page, each served natively and through Tether, under both web "
         . "servers (issue 11). Both WordPress sites read the same tables (same prefix); only the connection differs: "
         . "WordPress's own wpdb on mysqli, or Tether's `db.php` drop-in (clients/php-wordpress). The Laravel page "
@@ -619,7 +619,7 @@ function report(array $argv): int
             $p['foreign_cpu_pct'] > 10 ? ' (**a busy machine: the numbers are skewed**)' : '');
     }
 
-    echo "\n#### Targets\n\n";
+    echo "\n### Targets\n\n";
     echo "Tether's req/s over the native page's (median of the per-round ratios, both measured in the same round and "
         . "setting), and the most backend connections tetherd held; target: >= 1.00x with at most the pool ($pool).\n\n";
     echo '| page | server | ' . implode(' | ', $settingLabels) . " |\n|---|---|" . str_repeat('---:|', count($settingLabels)) . "\n";
@@ -635,18 +635,41 @@ function report(array $argv): int
         }
     }
 
-    echo "\n#### Results\n\n";
+    echo "\nBackend connections: the most each way in held at once, over all settings (`-c 100` sets it), per page and server.\n\n";
+    $roles = ['native' => 'native (connect per request)', 'other' => 'PDO persistent', 'tether' => "Tether (pool $pool)"];
+    echo '| page | server | ' . implode(' | ', $roles) . " |\n|---|---|" . str_repeat('---:|', count($roles)) . "\n";
+    foreach (APPS as $app => $appLabel) {
+        foreach ($cells as $server => $bySet) {
+            $out = [];
+            foreach (array_keys($roles) as $role) {
+                $peaks = [];
+                foreach (ROWS as $row) {
+                    foreach ($bySet as $byRow) {
+                        if ($row['app'] === $app && $row['role'] === $role && isset($byRow[$row['key']])) {
+                            $peaks[] = $byRow[$row['key']]['conns_peak'];
+                        }
+                    }
+                }
+                $out[] = $peaks ? (string) max($peaks) : '-';
+            }
+            printf("| %s | %s | %s |\n", $appLabel, SERVER_NAMES[$server] ?? $server, implode(' | ', $out));
+        }
+    }
+
+    echo "\n### Results\n\n";
     echo "req/s: median over the rounds, and its spread (slowest and fastest round). x native: the row's req/s over the "
         . "native row's of its page, median of the per-round ratios. Latency (ms) from ab: mean and p99, medians over the "
         . "rounds. Queries/page: what the framework ran (its own count, from one request), then the statements the page's "
         . "database user sent to MariaDB per request under load (MariaDB's USER_STATISTICS: SELECT, UPDATE and other "
         . "commands; through Tether, tetherd's user), and the connections it opened per request. Peak conns: the most "
         . "connections the page's database user held at once (SHOW PROCESSLIST every 50 ms and Max_used_connections "
-        . "after FLUSH STATUS). CPU per request, over the row's runs (utime+stime from /proc, children included).\n\n";
+        . "after FLUSH STATUS). CPU per request, over the row's runs (utime+stime from /proc, children included): tetherd, "
+        . "MariaDB, the web server with its PHP workers, and the three together; on this small machine the pages are "
+        . "CPU-bound, so req/s follows the last.\n\n";
     foreach ($cells as $server => $bySet) {
-        printf("##### %s\n\n", SERVER_NAMES[$server] ?? $server);
-        echo "| page | variant | setting | req/s | spread | x native | mean ms | p99 ms | queries/page: framework / MariaDB | connects/page | peak backend conns | tetherd CPU us/req | MariaDB CPU us/req | web+PHP CPU us/req |\n";
-        echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        printf("#### %s\n\n", SERVER_NAMES[$server] ?? $server);
+        echo "| page | variant | setting | req/s | spread | x native | mean ms | p99 ms | queries/page: framework / MariaDB | connects/page | peak backend conns | CPU us/req: tetherd | MariaDB | web+PHP | all three |\n";
+        echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
         foreach (APPS as $app => $appLabel) {
             foreach (array_keys(SETTINGS) as $sk) {
                 foreach (ROWS as $row) {
@@ -655,11 +678,12 @@ function report(array $argv): int
                         continue;
                     }
                     $label = $row['role'] === 'tether' ? "**{$row['label']}**" : $row['label'];
-                    printf("| %s | %s | `%s` | %s | %s..%s | %s | %s | %s | %d / %s | %s | %d | %s | %s | %s |\n",
+                    printf("| %s | %s | `%s` | %s | %s..%s | %s | %s | %s | %d / %s | %s | %d | %s | %s | %s | %s |\n",
                         $appLabel, $label, SETTINGS[$sk]['label'], fmt($c['rps']), fmt($c['rps_min']), fmt($c['rps_max']),
                         $row['role'] === 'native' ? '1.00' : fmt($c['x_native'], 2), fmt($c['mean_ms'], 1), fmt($c['p99_ms'], 1),
                         $phases[$server]['checks'][$row['key']]['queries'], fmt($c['statements'], 1), fmt($c['connects'], 2),
-                        $c['conns_peak'], fmt($c['tetherd_us']), fmt($c['mariadb_us']), fmt($c['web_us']));
+                        $c['conns_peak'], fmt($c['tetherd_us']), fmt($c['mariadb_us']), fmt($c['web_us']),
+                        fmt($c['tetherd_us'] + $c['mariadb_us'] + $c['web_us']));
                 }
             }
         }

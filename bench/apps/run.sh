@@ -26,6 +26,8 @@
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- app-bench:start --> and <!-- app-bench:end -->
 #                             in docs/benchmarks.md (refused with --quick)
 #   --servers LIST            apache, nginx or both (default apache,nginx)
+#   --serve                   start everything (both web servers at once), print where, and wait for Ctrl-C: for
+#                             trying the pages by hand and profiling; measures nothing
 #   after --, options for bench.php: --rounds N (3), --seconds S (4: each measured run is sized from a calibration
 #                             run to last about S seconds), --only KEY,KEY (rows), --settings c10,c10k,c100
 #
@@ -42,12 +44,14 @@ source "$ROOT/scripts/lib/databases.sh"
 QUICK=${BENCH_QUICK:-0}
 WRITE=${BENCH_WRITE:-0}
 SERVERS=apache,nginx
+SERVE=0
 ARGS=("$@")
 BENCH_ARGS=()
 while (($#)); do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--write) WRITE=1 ;;
+	--serve) SERVE=1 ;;
 	--servers)
 		SERVERS=${2:?--servers needs a list}
 		shift
@@ -95,7 +99,7 @@ command -v go >/dev/null || die "go is not installed"
 # ---------------------------------------------------------------------------------------------------------------
 # Cleanup: whatever this script started, by PID
 
-TETHERD_PID='' APACHE_PID='' FPM_PID='' NGINX_PID='' BENCH_PHP_PID=''
+TETHERD_PID='' APACHE_PID='' FPM_PID='' NGINX_PID='' BENCH_PHP_PID='' SLEEP_PID=''
 
 # stop_web stops the web server of the current phase, if any; safe to call twice.
 stop_web() {
@@ -107,6 +111,7 @@ stop_web() {
 
 # stop_all stops everything this script started, the web servers first (they hold connections); safe to call twice.
 stop_all() {
+	[[ -n "$SLEEP_PID" ]] && { kill "$SLEEP_PID" 2>/dev/null || true; SLEEP_PID=; }
 	[[ -n "$BENCH_PHP_PID" ]] && { stop_pid "$BENCH_PHP_PID" bench.php 5; BENCH_PHP_PID=; }
 	stop_web
 	[[ -n "$TETHERD_PID" ]] && { log "tetherd: stopping pid $TETHERD_PID"; stop_pid "$TETHERD_PID" tetherd 15; }
@@ -329,6 +334,24 @@ start_nginx() {
 	await nginx "$NGINX_PID" "$APPS/nginx/error.log" 30 curl -fsS -o /dev/null "http://127.0.0.1:$NGINX_PORT/empty.php"
 	URL=http://127.0.0.1:$NGINX_PORT WEB_PIDS="$NGINX_PID $FPM_PID" WORKERS=$FPM_CHILDREN WEB_LOG=$APPS/fpm/error.log
 }
+
+if [[ "$SERVE" == 1 ]]; then
+	urls=()
+	for server in ${SERVERS//,/ }; do
+		"start_$server"
+		urls+=("$server $URL/{wp-native/,wp-tether/,laravel-native.php,laravel-persistent.php,laravel-tether.php}")
+	done
+	{
+		echo "==> app bench: serving (Ctrl-C stops everything)"
+		printf '    %s\n' "${urls[@]}"
+		echo "    tetherd     pid $TETHERD_PID, socket $TETHER_SOCKET, log $APPS/tetherd/tetherd.log"
+		echo "    MariaDB     pid $MARIADB_PID, socket $MARIADB_SOCKET (root, no password), database $DB"
+	} >&2
+	sleep infinity &
+	SLEEP_PID=$!
+	wait "$SLEEP_PID" || true
+	exit 0
+fi
 
 quick_args=()
 [[ "$QUICK" == 1 ]] && quick_args=(--quick)
