@@ -310,9 +310,9 @@ class Wpdb extends \wpdb
 
         $isDdl = \preg_match('/^\s*(create|alter|truncate|drop)\s/i', $query) === 1;
         $isDml = !$isDdl && \preg_match('/^\s*(insert|delete|update|replace)\s/i', $query) === 1;
-        $result = $this->doQuery($query, $isDdl || $isDml);
+        $result = $this->doQuery((string) $query, $isDdl || $isDml);
         if ($result instanceof QueryError && $result->notSent() && $this->check_connection()) {
-            $result = $this->doQuery($query, $isDdl || $isDml);
+            $result = $this->doQuery((string) $query, $isDdl || $isDml);
         }
         if ($result instanceof QueryError) {
             $this->last_error = $result->getMessage();

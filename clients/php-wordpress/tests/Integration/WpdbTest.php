@@ -180,6 +180,22 @@ final class WpdbTest extends TestCase
         self::assertSame('a;b', $o['semicolon_in_string']);
     }
 
+    /** Site Health's info (wp-admin/site-health.php?tab=debug) reads $wpdb->dbh: it shows the drop-in's link. */
+    public function testSiteHealthReadsTheLink(): void
+    {
+        $site = Sites::get()->tether;
+        $admin = new Browser();
+        $admin->get($site->url('/wp-login.php'));
+        $admin->post($site->url('/wp-login.php'), ['log' => 'admin', 'pwd' => 'tether-admin-pw', 'wp-submit' => 'Log In', 'testcookie' => '1']);
+        $page = $admin->get($site->url('/wp-admin/site-health.php?tab=debug'));
+        self::assertSame(200, $page->status);
+        $version = Env::mysqli()->query('SELECT VERSION()')->fetch_row()[0];
+        self::assertStringContainsString('extension: Tether\\WordPress\\Link', $page->body);
+        self::assertStringContainsString('server_version: ' . $version, $page->body);
+        self::assertStringContainsString('client_version: tether-php', $page->body);
+        self::assertStringNotContainsString('Fatal error', $page->body);
+    }
+
     /**
      * With tetherd unreachable, WordPress shows its database error page: terse on the front end (as with mysqli),
      * naming the Tether error in wp-admin (dead_db() shows $wpdb->error there).
