@@ -199,9 +199,16 @@ final class Driver implements Compat\VersionAwareDriver
             }
         }
         foreach ($params as $name => $value) {
-            if (\is_string($name) && \str_starts_with($name, 'tether_')) {
-                \in_array($name, self::TETHER_PARAMS, true) ? $options[$name] = $value : throw UnsupportedOption::unknown('connection parameter', $name, $value, self::TETHER_PARAMS);
+            if (!\is_string($name) || !\str_starts_with($name, 'tether_')) {
+                continue;
             }
+            if (!\in_array($name, self::TETHER_PARAMS, true)) {
+                throw UnsupportedOption::unknown('connection parameter', $name, $value, self::TETHER_PARAMS);
+            }
+            if (\array_key_exists($name, $options) && $options[$name] !== $value) {
+                throw UnsupportedOption::invalid($name, $value, \sprintf('one value, not another one in driverOptions (%s)', \var_export($options[$name], true)));
+            }
+            $options[$name] = $value;
         }
         foreach (['tether_socket', 'tether_backend'] as $name) {
             if (isset($options[$name]) && (!\is_string($options[$name]) || $options[$name] === '')) {

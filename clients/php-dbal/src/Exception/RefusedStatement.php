@@ -25,6 +25,15 @@ final class RefusedStatement extends DriverError
         ), null, 0, $e);
     }
 
+    /** autocommit refuses SET autocommit outside a transaction: it cannot hold across pooled connections. */
+    public static function autocommit(string $sql): self
+    {
+        return new self(\sprintf(
+            'the statement %s would change autocommit, which cannot hold across the pooled connections of tetherd: transactions go through Connection::beginTransaction(), commit() and rollBack()',
+            self::excerpt($sql),
+        ));
+    }
+
     /** insideTransaction refuses $sql, which controls the transaction by its text, inside an open transaction. */
     public static function insideTransaction(string $sql, string $keyword): self
     {
