@@ -425,7 +425,7 @@ class Wpdb extends \wpdb
         return \preg_replace('/[^0-9.].*/', '', (string) $this->db_server_info());
     }
 
-    /** inTransaction tells whether a START TRANSACTION is open (every query then runs in one Tether transaction). */
+    /** tether_in_transaction tells whether a START TRANSACTION is open (every query then runs in one Tether transaction). */
     public function tether_in_transaction(): bool
     {
         return $this->tetherSession?->inTransaction() ?? false;
