@@ -42,6 +42,7 @@ final class Connection implements Compat\ServerInfoConnection
         private readonly Dialect $dialect,
         private readonly \Closure $serverVersion,
         private readonly bool $pgLastval,
+        private readonly bool $sqlDatetimes,
     ) {
     }
 
@@ -190,7 +191,7 @@ final class Connection implements Compat\ServerInfoConnection
                     throw RefusedStatement::insideTransaction($originalSql, $control);
                 }
                 if ($returnsRows) {
-                    return Result::fromRows($this->transaction->query($sql, $params));
+                    return Result::fromRows($this->transaction->query($sql, $params), $this->sqlDatetimes);
                 }
 
                 $result = $this->transaction->execute($sql, $params);
@@ -202,7 +203,7 @@ final class Connection implements Compat\ServerInfoConnection
                 // transaction is open while every later statement commits on its own.
                 throw RefusedStatement::autocommit($originalSql);
             } elseif ($returnsRows) {
-                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend));
+                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend), $this->sqlDatetimes);
             } elseif ($this->dialect === Dialect::PostgreSQL && $this->pgLastval && SqlText::isInsert($sql)) {
                 return $this->insertWithLastval($sql, $params);
             } else {

@@ -25,6 +25,7 @@ use Tether\Exception\TetherException;
  * Connection parameters (top level, or in `driverOptions`, which is where Symfony's doctrine.yaml `options` go):
  * - tether_socket (string), tether_backend (string), tether_timeout (seconds, default 30): the Tether client's;
  * - tether_pg_lastval (bool, default true): PostgreSQL, see Connection::lastInsertId();
+ * - tether_sql_datetimes (bool, default true): datetimes as PDO returns them, see Result::withSqlDatetimes();
  * - persistent (bool, default false): share the PHP worker's persistent socket to tetherd; then every DBAL
  *   connection of the worker on that socket shares one set of session settings;
  * - charset: SET NAMES on connect (session settings are kept by tetherd for this connection's statements);
@@ -40,7 +41,7 @@ use Tether\Exception\TetherException;
 final class Driver implements Compat\VersionAwareDriver
 {
     /** The parameters this driver reads, top level or in driverOptions. */
-    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval'];
+    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes'];
     /** PDO::MYSQL_ATTR_INIT_COMMAND, without requiring pdo_mysql. */
     private const MYSQL_ATTR_INIT_COMMAND = 1002;
 
@@ -102,6 +103,7 @@ final class Driver implements Compat\VersionAwareDriver
                 }
             },
             $options['tether_pg_lastval'] ?? true,
+            $options['tether_sql_datetimes'] ?? true,
         );
         foreach (self::sessionStatements($options, $dialect) as $sql) {
             $connection->exec($sql);
@@ -178,7 +180,7 @@ final class Driver implements Compat\VersionAwareDriver
      *
      * @param array<string, mixed> $params
      * @return array{persistent: bool, tether_socket?: string, tether_backend?: string, tether_timeout?: float|int,
-     *               tether_pg_lastval?: bool, charset?: string, init_command?: string}
+     *               tether_pg_lastval?: bool, tether_sql_datetimes?: bool, charset?: string, init_command?: string}
      * @throws UnsupportedOption
      */
     private static function options(array $params): array
@@ -218,8 +220,10 @@ final class Driver implements Compat\VersionAwareDriver
         if (isset($options['tether_timeout']) && (!\is_int($options['tether_timeout']) && !\is_float($options['tether_timeout']) || $options['tether_timeout'] <= 0)) {
             throw UnsupportedOption::invalid('tether_timeout', $options['tether_timeout'], 'seconds > 0');
         }
-        if (isset($options['tether_pg_lastval']) && !\is_bool($options['tether_pg_lastval'])) {
-            throw UnsupportedOption::invalid('tether_pg_lastval', $options['tether_pg_lastval'], 'a bool');
+        foreach (['tether_pg_lastval', 'tether_sql_datetimes'] as $name) {
+            if (isset($options[$name]) && !\is_bool($options[$name])) {
+                throw UnsupportedOption::invalid($name, $options[$name], 'a bool');
+            }
         }
         $persistent = $params['persistent'] ?? false;
         $options['persistent'] = \is_bool($persistent) ? $persistent : throw UnsupportedOption::invalid('persistent', $persistent, 'a bool');

@@ -92,6 +92,24 @@ final class TypesTest extends IntegrationTestCase
         self::assertSame($bytes, $this->read($conn, 4)['c_blob']);
     }
 
+    /** @dataProvider backends */
+    public function testRawDatetimesAreAsPdoGivesThem(string $kind): void
+    {
+        $conn = $this->connect($kind);
+        $sql = $kind === 'mysql'
+            ? "SELECT CAST('2024-02-29 23:59:58' AS DATETIME) AS dt, CAST('2024-02-29' AS DATE) AS d, CAST('23:59:58' AS TIME) AS t, 'plain' AS s"
+            : "SELECT TIMESTAMP '2024-02-29 23:59:58' AS dt, DATE '2024-02-29' AS d, TIME '23:59:58' AS t, TIMESTAMPTZ '2024-02-29 23:59:58+00' AT TIME ZONE 'UTC' AS utc, TIMESTAMPTZ '2024-02-29 23:59:58.25+00' AS tz, 'plain' AS s";
+        $direct = $this->directDbal($kind)->fetchAssociative($sql);
+        self::assertSame('2024-02-29 23:59:58', $direct['dt']);
+        self::assertSame($direct, $conn->fetchAssociative($sql));
+        $conn->beginTransaction();
+        self::assertSame($direct, $conn->fetchAssociative($sql), 'inside a transaction too');
+        $conn->commit();
+
+        $iso = $this->connect($kind, ['tether_sql_datetimes' => false]);
+        self::assertSame('2024-02-29T23:59:58', $iso->fetchOne($sql));
+    }
+
     private function createTable(Connection $conn): void
     {
         $table = new Table('types_rt');
