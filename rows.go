@@ -58,6 +58,9 @@ func (b *ResultBuilder) Float(v float64) { b.add(v) }
 // Text implements RowSink.
 func (b *ResultBuilder) Text(v []byte) { b.add(string(v)) }
 
+// DateTime implements RowSink: the value as it comes, ISO 8601.
+func (b *ResultBuilder) DateTime(v []byte) { b.add(string(v)) }
+
 // Bytes implements RowSink.
 func (b *ResultBuilder) Bytes(v []byte) { b.add(append([]byte{}, v...)) }
 

@@ -79,6 +79,7 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 	if r.Op == wire.OpQuery {
 		c.q.Kind = loopsql.KindQuery
 		c.enc = getEncoder(c.h, r.Columnar, s.cfg.Server.MaxResultBytes)
+		c.enc.SetTimeFormat(r.TimeFormat)
 		c.q.Sink = c.enc
 	}
 	return c
@@ -120,6 +121,7 @@ func (s *Server) newSQLRequest(ss *session, r *wire.Request, backend string, h w
 	if r.Op == wire.OpQuery {
 		q.Kind = loopsql.KindQuery
 		enc = getEncoder(h, r.Columnar, s.cfg.Server.MaxResultBytes)
+		enc.SetTimeFormat(r.TimeFormat)
 		q.Sink = enc
 	}
 	return q, enc

@@ -31,6 +31,10 @@ type RowSink interface {
 	Float(v float64)
 	Text(b []byte)
 	Bytes(b []byte)
+	// DateTime takes a DATETIME or TIMESTAMP value in the protocol's ISO form,
+	// "2006-01-02T15:04:05[.ffffff]", with a trailing "Z" for a timestamp
+	// with time zone (always in UTC). The sink may rewrite b in place.
+	DateTime(b []byte)
 	EndRow() error
 }
 
@@ -47,6 +51,7 @@ type RowSink interface {
 type ResultEncoder struct {
 	head     Head
 	columnar bool
+	sqlTimes bool // DateTime values in TimeFormatSQL
 	maxBytes int
 
 	names  []byte // the encoded column names
@@ -63,6 +68,7 @@ type ResultEncoder struct {
 // bounds the encoded values.
 func (e *ResultEncoder) Reset(h Head, columnar bool, maxBytes int) {
 	e.head, e.columnar, e.maxBytes = h, columnar, maxBytes
+	e.sqlTimes = false
 	e.names = e.names[:0]
 	e.rows = e.rows[:0]
 	e.ncols, e.nnames, e.nrows, e.cur, e.size = 0, 0, 0, 0, 0
@@ -151,6 +157,35 @@ func (e *ResultEncoder) Text(b []byte) {
 	d := e.dst()
 	*d = msgp.AppendStringFromBytes(*d, b)
 	e.size += len(b) + 5
+}
+
+// SetTimeFormat chooses how DateTime values are written: TimeFormatISO (the
+// default after Reset) as they come, TimeFormatSQL as the databases' own text
+// form, which PHP's mysqli, PDO and pgsql return.
+func (e *ResultEncoder) SetTimeFormat(f string) { e.sqlTimes = f == TimeFormatSQL }
+
+// DateTime appends a DATETIME or TIMESTAMP value (see RowSink.DateTime),
+// rewritten in place to "2006-01-02 15:04:05[.ffffff][+00]" under
+// TimeFormatSQL.
+func (e *ResultEncoder) DateTime(b []byte) {
+	if e.sqlTimes {
+		b = SQLDateTime(b)
+	}
+	e.Text(b)
+}
+
+// SQLDateTime rewrites an ISO DATETIME or TIMESTAMP value (see
+// RowSink.DateTime) in place to the databases' own text form: a space between
+// date and time, and "+00" for the "Z" of a UTC timestamp with time zone
+// (PostgreSQL's form). Anything else (infinity) is returned as it is.
+func SQLDateTime(b []byte) []byte {
+	if len(b) > 10 && b[10] == 'T' {
+		b[10] = ' '
+		if b[len(b)-1] == 'Z' {
+			b = append(b[:len(b)-1], "+00"...)
+		}
+	}
+	return b
 }
 
 // Bytes appends binary data (a bin); b may be reused when it returns.

@@ -152,6 +152,11 @@ type Request struct {
 	// form (one array per column); join results always are.
 	Columnar bool
 
+	// TimeFormat is how a query's DATETIME and TIMESTAMP values are written:
+	// TimeFormatISO ("", the default) or TimeFormatSQL. Other values are
+	// bad_request.
+	TimeFormat string
+
 	// http: a request to a configured upstream. Path is the path and query,
 	// relative to the upstream's base URL.
 	Method  string
@@ -188,6 +193,17 @@ func (r *Request) Name() string {
 	}
 	return r.OpName
 }
+
+// The time formats of a query's DATETIME and TIMESTAMP values (time_format).
+const (
+	// TimeFormatISO is ISO 8601, "2006-01-02T15:04:05[.ffffff]" ("Z" added
+	// for a timestamp with time zone): the default.
+	TimeFormatISO = "iso"
+	// TimeFormatSQL is the databases' own text form, as PHP's mysqli, PDO and
+	// pgsql return it: "2006-01-02 15:04:05[.ffffff]" ("+00" added for a
+	// PostgreSQL timestamp with time zone, which tetherd reads in UTC).
+	TimeFormatSQL = "sql"
+)
 
 // MaxBatchOps bounds the operations of one batch.
 const MaxBatchOps = 1024
@@ -488,6 +504,13 @@ func (r *Request) decodeField(key []byte, bp *[]byte, depth int, fail func(strin
 		r.Columnar, b, err = msgp.ReadBoolBytes(b)
 		if err != nil {
 			fail("columnar", err)
+		}
+	case "time_format":
+		r.TimeFormat, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("time_format", err)
+		} else if r.TimeFormat != "" && r.TimeFormat != TimeFormatISO && r.TimeFormat != TimeFormatSQL {
+			fail("time_format", fmt.Errorf("%q is not %q or %q", r.TimeFormat, TimeFormatISO, TimeFormatSQL))
 		}
 	case "method":
 		r.Method, b, err = msgp.ReadStringBytes(b)
@@ -878,6 +901,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.field(r.Value != nil, "value", func(b []byte) []byte { return AppendValue(b, r.Value) })
 	e.field(r.Delta != 0, "delta", func(b []byte) []byte { return appendInt(b, r.Delta) })
 	e.field(r.Columnar, "columnar", func(b []byte) []byte { return msgp.AppendBool(b, true) })
+	e.str(r.TimeFormat != "", "time_format", r.TimeFormat)
 	e.str(r.Method != "", "method", r.Method)
 	e.str(r.Path != "", "path", r.Path)
 	e.field(r.Headers != nil, "headers", func(b []byte) []byte {

@@ -38,6 +38,19 @@ func TestDecodeRequest(t *testing.T) {
 		}
 	})
 
+	t.Run("TimeFormat", func(t *testing.T) {
+		for _, f := range []string{"iso", "sql"} {
+			var r wire.Request
+			if err := wire.DecodeRequest(mapOf("op", "query", "id", 7, "sql", "x", "time_format", f), &r); err != nil {
+				t.Fatal(err)
+			}
+			var again wire.Request
+			if err := wire.DecodeRequest(wire.AppendRequest(nil, &r), &again); err != nil || r.TimeFormat != f || again.TimeFormat != f {
+				t.Fatalf("time_format %q: decoded %q, re-encoded %q (%v)", f, r.TimeFormat, again.TimeFormat, err)
+			}
+		}
+	})
+
 	contentErrors := []struct {
 		name    string
 		payload []byte
@@ -61,6 +74,7 @@ func TestDecodeRequest(t *testing.T) {
 			msgp.AppendInt(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "ping"), 7)), 12, "op 0: want a map"},
 		// A key given twice would let the last win, and an earlier unknown op's name linger (found by fuzzing).
 		{"DuplicateKey", mapOf("id", 13, "op", "frobnicate", "op", "ping"), 13, `"op": given twice`},
+		{"UnknownTimeFormat", mapOf("id", 15, "op", "query", "sql", "x", "time_format", "local"), 15, `time_format: "local" is not "iso" or "sql"`},
 		{"DuplicateKeyInBatchOp", mapOf("id", 14, "op", "batch", "ops",
 			append(msgp.AppendArrayHeader(nil, 1), mapOf("op", "query", "sql", "a", "sql", "b")...)), 14, `"sql": given twice`},
 	}

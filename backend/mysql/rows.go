@@ -151,8 +151,13 @@ func decodeRow(p []byte, cols []column, sink tether.RowSink, scratch []byte) ([]
 				return scratch, errMalformed
 			}
 			l := int(p[pos])
-			scratch = appendDateTime(scratch[:0], p[pos+1:pos+1+l], c.typ == gomysql.MYSQL_TYPE_DATE || c.typ == gomysql.MYSQL_TYPE_NEWDATE, c.decimals)
-			sink.Text(scratch)
+			dateOnly := c.typ == gomysql.MYSQL_TYPE_DATE || c.typ == gomysql.MYSQL_TYPE_NEWDATE
+			scratch = appendDateTime(scratch[:0], p[pos+1:pos+1+l], dateOnly, c.decimals)
+			if dateOnly {
+				sink.Text(scratch)
+			} else {
+				sink.DateTime(scratch)
+			}
 			pos += 1 + l
 		case gomysql.MYSQL_TYPE_TIME, gomysql.MYSQL_TYPE_TIME2:
 			if len(p) < pos+1 || len(p) < pos+1+int(p[pos]) {

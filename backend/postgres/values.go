@@ -222,8 +222,10 @@ func decodeCell(sink tether.RowSink, oid uint32, bin bool, v, scratch []byte) ([
 		switch us {
 		case math.MaxInt64:
 			scratch = append(scratch[:0], "infinity"...)
+			sink.Text(scratch)
 		case math.MinInt64:
 			scratch = append(scratch[:0], "-infinity"...)
+			sink.Text(scratch)
 		default:
 			t := time.Unix(pgEpochUnix+us/1e6, us%1e6*1000).UTC()
 			layout := layoutDateTime
@@ -231,8 +233,8 @@ func decodeCell(sink tether.RowSink, oid uint32, bin bool, v, scratch []byte) ([
 				layout = layoutTimestamp
 			}
 			scratch = t.AppendFormat(scratch[:0], layout)
+			sink.DateTime(scratch)
 		}
-		sink.Text(scratch)
 	default:
 		sink.Text(v)
 	}

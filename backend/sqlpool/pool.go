@@ -1166,14 +1166,15 @@ func (c *Conn) Profile() *Profile { return c.profile }
 // discard is the sink of a request given up on.
 type discard struct{}
 
-func (discard) Columns(int)   {}
-func (discard) Column([]byte) {}
-func (discard) BeginRow()     {}
-func (discard) Nil()          {}
-func (discard) Bool(bool)     {}
-func (discard) Int(int64)     {}
-func (discard) Uint(uint64)   {}
-func (discard) Float(float64) {}
-func (discard) Text([]byte)   {}
-func (discard) Bytes([]byte)  {}
-func (discard) EndRow() error { return nil }
+func (discard) Columns(int)     {}
+func (discard) Column([]byte)   {}
+func (discard) BeginRow()       {}
+func (discard) Nil()            {}
+func (discard) Bool(bool)       {}
+func (discard) Int(int64)       {}
+func (discard) Uint(uint64)     {}
+func (discard) Float(float64)   {}
+func (discard) Text([]byte)     {}
+func (discard) Bytes([]byte)    {}
+func (discard) DateTime([]byte) {}
+func (discard) EndRow() error   { return nil }

@@ -34,12 +34,13 @@ use Tether\Server\ServerException;
  */
 final class Client
 {
-    private const OPTIONS = ['socket', 'tcp', 'token', 'persistent', 'timeout', 'backend', 'max_frame_bytes'];
+    private const OPTIONS = ['socket', 'tcp', 'token', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format'];
 
     private StreamConnection $connection;
     private ?string $backend;
     private float $timeout;
     private int $maxFrameBytes;
+    private ?string $timeFormat;
 
     /**
      * @param array{socket?: string, tcp?: string, token?: string, persistent?: bool, timeout?: float|int,
@@ -53,6 +54,10 @@ final class Client
      *     timeoutMs + 1 s instead
      *   - backend: backend used when a call names none (default null: tetherd's default_backend)
      *   - max_frame_bytes: largest reply frame accepted (default 64 MiB); a larger one is a protocol error
+     *   - time_format: how query results give MySQL/MariaDB and PostgreSQL DATETIME and TIMESTAMP values: 'iso'
+     *     (the default: "2024-02-29T23:59:58") or 'sql', the databases' own text form that mysqli, PDO and pgsql
+     *     return ("2024-02-29 23:59:58", "0000-00-00 00:00:00"; a PostgreSQL TIMESTAMPTZ in UTC as
+     *     "2024-02-29 22:59:58+00"); what framework integrations use
      * @throws LogicException an unknown option or an invalid value
      */
     public function __construct(array $options = [])
@@ -99,10 +104,16 @@ final class Client
             throw new LogicException(\sprintf('option max_frame_bytes: want an int > 0, got %s', \var_export($maxFrameBytes, true)));
         }
 
+        $timeFormat = $options['time_format'] ?? null;
+        if ($timeFormat !== null && $timeFormat !== 'iso' && $timeFormat !== 'sql') {
+            throw new LogicException(\sprintf("option time_format: want 'iso' or 'sql', got %s", \var_export($timeFormat, true)));
+        }
+
         $this->connection = $persistent ? StreamConnection::shared($address, $token) : new StreamConnection($address, false, $token);
         $this->backend = $backend;
         $this->timeout = (float) $timeout;
         $this->maxFrameBytes = $maxFrameBytes;
+        $this->timeFormat = $timeFormat;
     }
 
     /**
@@ -133,7 +144,7 @@ final class Client
     public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): array
     {
         return Reply::rows($this->connection->request(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('query');
@@ -148,7 +159,7 @@ final class Client
     public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ?array
     {
         $row = Reply::first($this->connection->request(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat),
             $this->timeout,
             $this->maxFrameBytes,
         ));
@@ -167,7 +178,7 @@ final class Client
     public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ColumnarResult
     {
         return Reply::columns($this->connection->request(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true, $this->timeFormat),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('query');
@@ -482,7 +493,7 @@ final class Client
         }
         $this->connection->track($tx);
 
-        return new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes);
+        return new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat);
     }
 
     /**

@@ -41,6 +41,7 @@ final class Transaction
         private readonly int $epoch,
         private readonly float $timeout,
         private readonly int $maxFrameBytes,
+        private readonly ?string $timeFormat = null,
     ) {
     }
 
@@ -56,7 +57,7 @@ final class Transaction
      */
     public function query(string $sql, array $params = [], ?int $timeoutMs = null): array
     {
-        return Reply::rows($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs)))
+        return Reply::rows($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat)))
             ?? throw $this->connection->malformedReply('query');
     }
 
@@ -69,7 +70,7 @@ final class Transaction
      */
     public function queryOne(string $sql, array $params = [], ?int $timeoutMs = null): ?array
     {
-        $row = Reply::first($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs)));
+        $row = Reply::first($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat)));
 
         return $row !== false ? $row : throw $this->connection->malformedReply('query');
     }

@@ -38,10 +38,11 @@ final class Operation
      * query runs a statement that returns rows; its batch result is a list of associative rows.
      *
      * @param array<mixed> $params positional parameters
+     * @param string|null $timeFormat 'iso' or 'sql' (see Client's time_format option); null for the server's default
      */
-    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
+    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat));
     }
 
     /**
@@ -50,9 +51,9 @@ final class Operation
      *
      * @param array<mixed> $params positional parameters
      */
-    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
+    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat));
     }
 
     /**

@@ -76,7 +76,7 @@ final class Request
      * @param bool $columnar ask for the reply in column-oriented form (query only)
      * @return array<string, mixed>
      */
-    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false): array
+    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false, ?string $timeFormat = null): array
     {
         $request = ['id' => 0, 'op' => $op];
         if ($backend !== null) {
@@ -95,6 +95,9 @@ final class Request
         }
         if ($columnar) {
             $request['columnar'] = true;
+        }
+        if ($timeFormat !== null && $op === 'query') {
+            $request['time_format'] = $timeFormat;
         }
 
         return $request;

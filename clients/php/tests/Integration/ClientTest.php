@@ -70,6 +70,39 @@ final class ClientTest extends IntegrationTestCase
         self::assertSame(array_map(static fn (array $r): array => array_combine(['name', 'i', 'f', 'b', 'd'], $r), $values), $rows);
     }
 
+    /**
+     * time_format 'sql' gives DATETIME/TIMESTAMP values as mysqli, PDO and pgsql do, in queries, transactions and
+     * batches; the default stays ISO 8601. SQLite has no such type: its stored text comes back as it is.
+     *
+     * @dataProvider backends
+     */
+    public function testTimeFormatSqlGivesTheDatabasesOwnTextForm(string $backend, string $type): void
+    {
+        [$sql, $iso, $native] = match ($type) {
+            'mysql' => ["SELECT CAST('2024-02-29 23:59:58.5' AS DATETIME(1)) AS t, CAST('2024-02-29' AS DATE) AS d",
+                '2024-02-29T23:59:58.5', '2024-02-29 23:59:58.5'],
+            'postgres' => ["SELECT TIMESTAMP '2024-02-29 23:59:58.5' AS t, DATE '2024-02-29' AS d",
+                '2024-02-29T23:59:58.5', '2024-02-29 23:59:58.5'],
+            default => ["SELECT '2024-02-29T23:59:58.5' AS t, '2024-02-29' AS d",
+                '2024-02-29T23:59:58.5', '2024-02-29T23:59:58.5'],
+        };
+        $sqlClient = $this->createClient(['time_format' => 'sql']);
+
+        self::assertSame(['t' => $iso, 'd' => '2024-02-29'], $this->client->queryOne($sql, [], $backend));
+        self::assertSame(['t' => $native, 'd' => '2024-02-29'], $sqlClient->queryOne($sql, [], $backend));
+        self::assertSame([$native], $sqlClient->queryColumns($sql, [], $backend)->column('t'));
+        self::assertSame(['t' => $native, 'd' => '2024-02-29'], $sqlClient->transaction(
+            static fn (\Tether\Transaction $tx): ?array => $tx->queryOne($sql),
+            $backend,
+        ));
+        [$inBatch, $isoInBatch] = $this->client->batch([
+            Operation::query($sql, [], $backend, null, 'sql'),
+            Operation::query($sql, [], $backend),
+        ]);
+        self::assertSame([['t' => $native, 'd' => '2024-02-29']], $inBatch);
+        self::assertSame([['t' => $iso, 'd' => '2024-02-29']], $isoInBatch);
+    }
+
     /** @dataProvider backends */
     public function testCommittedTransactionIsVisible(string $backend, string $type): void
     {

@@ -119,6 +119,19 @@ final class ClientTest extends FakeServerTestCase
         self::assertSame(['maria', 'pg'], array_column(self::maps($server), 'backend'));
     }
 
+    public function testTimeFormatOptionIsSentWithQueriesOnly(): void
+    {
+        $server = $this->serve([[
+            ['recv'], ['reply', ['columns' => ['t'], 'rows' => [['2024-02-29 23:59:58']]]],
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+        ]]);
+        $client = $this->client($server, ['time_format' => 'sql']);
+        $client->query('SELECT t FROM x');
+        $client->execute('DELETE FROM x');
+
+        self::assertSame(['sql', null], array_map(static fn (array $m): ?string => $m['time_format'] ?? null, self::maps($server)));
+    }
+
     public function testErrorReplyBecomesServerExceptionAndConnectionStaysUsable(): void
     {
         $server = $this->serve([[
@@ -418,6 +431,7 @@ final class ClientTest extends FakeServerTestCase
         yield 'empty backend' => [['backend' => ''], 'option backend'];
         yield 'zero max frame' => [['max_frame_bytes' => 0], 'option max_frame_bytes'];
         yield 'persistent not bool' => [['persistent' => 1], 'option persistent'];
+        yield 'unknown time format' => [['time_format' => 'local'], "option time_format: want 'iso' or 'sql'"];
     }
 
     public function testSocketDefaultsToTetherSocketEnv(): void
