@@ -57,8 +57,10 @@ final class TetherConnector implements ConnectorInterface
             }
         }
         $options['persistent'] = $this->choosePersistence($config, $options);
+        // tetherd writes DATETIME/TIMESTAMP values as PDO does ("2024-02-29 23:59:59"), not in ISO 8601.
+        $options['time_format'] = ($config['sql_datetimes'] ?? true) ? 'sql' : 'iso';
 
-        $session = new TetherSession(new Client($options), $backend, $platform, (bool) ($config['sql_datetimes'] ?? true));
+        $session = new TetherSession(new Client($options), $backend, $platform);
         foreach ($this->sessionStatements($config, $session) as $statement) {
             $session->exec($statement);
         }

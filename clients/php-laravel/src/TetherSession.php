@@ -34,15 +34,14 @@ final class TetherSession
     private ?string $serverVersion = null;
 
     /**
+     * @param Client $client the session's client; made by TetherConnector with time_format 'sql' (unless the
+     *                       config's sql_datetimes is false), so that DATETIME/TIMESTAMP values come as PDO gives them
      * @param string|null $platform SqlText::MYSQL or SqlText::PGSQL; null to ask the server on first need
-     * @param bool $sqlDatetimes give DATETIME/TIMESTAMP values as PDO does ("2024-02-29 23:59:59", PostgreSQL
-     *                           timestamptz "2024-02-29 23:59:59+00") instead of tetherd's ISO 8601 form
      */
     public function __construct(
         private readonly Client $client,
         private readonly ?string $backend,
         private ?string $platform,
-        private readonly bool $sqlDatetimes = true,
     ) {
         if ($platform !== null && $platform !== SqlText::MYSQL && $platform !== SqlText::PGSQL) {
             throw new \InvalidArgumentException(\sprintf("tether driver: option platform: want 'mysql' or 'pgsql', got %s", \var_export($platform, true)));
@@ -117,7 +116,7 @@ final class TetherSession
             throw TetherQueryError::from($e, $this->platform());
         }
 
-        return $this->sqlDatetimes ? $this->withSqlDatetimes($rows) : $rows;
+        return $rows;
     }
 
     /**
@@ -358,32 +357,5 @@ final class TetherSession
         }
 
         return $params;
-    }
-
-    /**
-     * withSqlDatetimes rewrites tetherd's ISO 8601 datetimes ("2024-02-29T23:59:59.5", timestamptz with an offset)
-     * into the text PDO returns ("2024-02-29 23:59:59.5", "...+00").
-     *
-     * @param list<array<string, mixed>> $rows
-     * @return list<array<string, mixed>>
-     */
-    private function withSqlDatetimes(array $rows): array
-    {
-        foreach ($rows as $r => $row) {
-            foreach ($row as $column => $value) {
-                if (\is_string($value) && isset($value[18]) && $value[10] === 'T' && $value[4] === '-' && $value[13] === ':'
-                    && \preg_match('/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:\d\d)?$/D', $value, $m) === 1) {
-                    $offset = $m[3] ?? '';
-                    if ($offset === 'Z') {
-                        $offset = '+00';
-                    } elseif (\str_ends_with($offset, ':00')) {
-                        $offset = \substr($offset, 0, 3);
-                    }
-                    $rows[$r][$column] = $m[1] . ' ' . $m[2] . $offset;
-                }
-            }
-        }
-
-        return $rows;
     }
 }
