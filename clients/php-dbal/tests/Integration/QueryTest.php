@@ -123,5 +123,23 @@ final class QueryTest extends IntegrationTestCase
         if ($kind === 'pgsql') {
             self::assertSame(['n' => 7], $conn->fetchAssociative('SELECT ?::int AS n', [7]));
         }
+
+        // bindParam() (DBAL 3): the variable is read when the statement runs.
+        $stmt = $conn->prepare('SELECT ? AS v');
+        $value = 'before';
+        $stmt->bindParam(1, $value);
+        $value = 'after';
+        self::assertSame('after', $stmt->executeQuery()->fetchOne());
+        $value = 'again';
+        self::assertSame('again', $stmt->executeQuery()->fetchOne(), 'a statement runs more than once');
+    }
+
+    /** @dataProvider backends */
+    public function testQuoteMakesLiteralsTheServerReadsBack(string $kind): void
+    {
+        $conn = $this->connect($kind);
+        foreach (["it's", 'back\\slash \\\'', "new\nline\r\ttab", 'double "quotes"', 'ünïcödé ✓', ''] as $text) {
+            self::assertSame($text, $conn->fetchOne('SELECT ' . $conn->quote($text)), var_export($text, true));
+        }
     }
 }

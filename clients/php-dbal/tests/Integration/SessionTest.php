@@ -100,6 +100,23 @@ final class SessionTest extends IntegrationTestCase
         }
     }
 
+    /** @dataProvider backends */
+    public function testPersistentConnectionsShareTheWorkerSocketAndItsSettings(string $kind): void
+    {
+        $zone = $kind === 'mysql' ? "SET time_zone = '+03:00'" : "SET TIME ZONE 'Europe/Kyiv'";
+        $read = $kind === 'mysql' ? 'SELECT @@session.time_zone' : "SELECT current_setting('TimeZone')";
+        $first = $this->connect($kind, ['persistent' => true]);
+        $second = $this->connect($kind, ['persistent' => true]);
+        $own = $this->connect($kind);
+        $first->executeStatement($zone);
+        $want = $first->fetchOne($read);
+        self::assertSame($want, $second->fetchOne($read), 'one socket, one set of settings');
+        self::assertNotSame($want, $own->fetchOne($read), 'a connection of its own is not affected');
+        // Back to the server's default for the rest of the process, which keeps the persistent socket.
+        $first->executeStatement($kind === 'mysql' ? 'SET time_zone = DEFAULT' : 'SET TIME ZONE DEFAULT');
+        self::assertSame($own->fetchOne($read), $second->fetchOne($read));
+    }
+
     /** serverSessions counts the sessions of user tether on this database other than the direct one asking. */
     private function serverSessions(string $kind): int
     {
