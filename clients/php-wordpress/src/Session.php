@@ -25,7 +25,8 @@ use Tether\WordPress\Sql\Statement;
  *     the first, as MySQL does.
  *  2. FOUND_ROWS(): a SELECT with SQL_CALC_FOUND_ROWS outside a transaction runs in a transaction of its own
  *     together with `SELECT FOUND_ROWS()`; the value is kept, and a later `SELECT FOUND_ROWS()` is answered from
- *     it (after a plain SELECT, from its row count, as MySQL does) without reaching the server.
+ *     it (after a plain SELECT, from its row count, as MySQL does) without reaching the server; any other
+ *     statement using FOUND_ROWS() gets that value written in its place.
  *  3. LAST_INSERT_ID(): the insert id of the last INSERT/REPLACE that generated one is kept; `SELECT
  *     LAST_INSERT_ID()` is answered from it, and any other statement naming LAST_INSERT_ID runs in a transaction
  *     that first restores it (`SELECT LAST_INSERT_ID(?)`) and reads it back after.
@@ -41,6 +42,8 @@ use Tether\WordPress\Sql\Statement;
  */
 final class Session
 {
+    private const FOUND_ROWS_CALL = '/\bFOUND_ROWS\s*\(\s*\)/i';
+
     private ?Transaction $tx = null;
     private ?int $foundRows = null;
     private int $lastInsertId = 0;
@@ -83,6 +86,9 @@ final class Session
         if ($emulated !== null) {
             return $emulated;
         }
+        if ($this->tx === null && $statement->matches(self::FOUND_ROWS_CALL)) {
+            $statement = $this->withFoundRowsValue($statement);
+        }
         $calcFoundRows = !$exec && $statement->matches('/\bSQL_CALC_FOUND_ROWS\b/i');
         $lastInsertId = $statement->matches('/\bLAST_INSERT_ID\s*\(/i');
         if ($this->tx !== null) {
@@ -100,7 +106,7 @@ final class Session
 
             return $result;
         }
-        $result = $this->send(null, $sql, $exec);
+        $result = $this->send(null, $statement->sql, $exec);
         $this->remember($statement, $result, null);
 
         return $result;
@@ -148,6 +154,16 @@ final class Session
         $this->remember($statement, $result, $found);
 
         return $result;
+    }
+
+    /**
+     * withFoundRowsValue returns $statement with each FOUND_ROWS() call of its code replaced by the value kept for
+     * it, for a statement outside a transaction that uses FOUND_ROWS() in more than a plain `SELECT FOUND_ROWS()`
+     * (which emulatedRead answers): on a pool it would read another statement's count.
+     */
+    private function withFoundRowsValue(Statement $statement): Statement
+    {
+        return $statement->rewriteCode(self::FOUND_ROWS_CALL, (string) ($this->foundRows ?? 0));
     }
 
     /** remember keeps what later statements may ask of this one: its insert id and FOUND_ROWS(). */

@@ -13,12 +13,18 @@ namespace Tether\WordPress\Sql;
  */
 final class Statement
 {
-    /** @param list<string> $userVariables lower-cased names, without the `@` */
+    /**
+     * @param list<string> $userVariables lower-cased names, without the `@`
+     * @param string $masked $sql with each literal and comment replaced by "\x01N\x01", N indexing $spans
+     * @param list<array{int, int}> $spans offset and length in $sql of each literal and comment
+     */
     private function __construct(
         public readonly string $sql,
         public readonly string $code,
         public readonly bool $multiple,
         public readonly array $userVariables,
+        private readonly string $masked,
+        private readonly array $spans,
     ) {
     }
 
@@ -26,6 +32,12 @@ final class Statement
     public static function parse(string $sql): self
     {
         $code = '';
+        $masked = '';
+        $spans = [];
+        $mask = static function (int $start, int $end) use (&$masked, &$spans): void {
+            $masked .= "\x01" . \count($spans) . "\x01";
+            $spans[] = [$start, $end - $start];
+        };
         $length = \strlen($sql);
         $inExecutableComment = false;
         $multiple = false;
@@ -40,6 +52,7 @@ final class Statement
                     $multiple = true;
                 }
                 $code .= $chunk;
+                $masked .= $chunk;
                 $i += $run;
                 if ($i >= $length) {
                     break;
@@ -48,13 +61,16 @@ final class Statement
             $c = $sql[$i];
             $next = $i + 1 < $length ? $sql[$i + 1] : '';
             if ($c === "'" || $c === '"' || $c === '`') {
+                $start = $i;
                 $i = self::skipQuoted($sql, $i, $length, $c);
+                $mask($start, \min($i + 1, $length));
                 $code .= $c === '`' ? '`_`' : $c . $c;
                 $afterSemicolon && $multiple = true;
                 continue;
             }
             if ($c === '#' || ($c === '-' && $next === '-' && ($i + 2 >= $length || \ctype_space($sql[$i + 2])))) {
                 $end = \strpos($sql, "\n", $i);
+                $mask($i, $end === false ? $length : $end);
                 $i = $end === false ? $length : $end - 1; // the newline itself is white space of the code
                 $code .= ' ';
                 continue;
@@ -62,23 +78,27 @@ final class Statement
             if ($c === '/' && $next === '*') {
                 if (\preg_match('/\G\/\*M?!\d*/A', $sql, $m, 0, $i)) {
                     $inExecutableComment = true;
+                    $masked .= $m[0];
                     $i += \strlen($m[0]) - 1;
                     $code .= ' ';
                     continue;
                 }
                 $end = \strpos($sql, '*/', $i + 2);
+                $mask($i, $end === false ? $length : $end + 2);
                 $i = $end === false ? $length : $end + 1;
                 $code .= ' ';
                 continue;
             }
             if ($inExecutableComment && $c === '*' && $next === '/') {
                 $inExecutableComment = false;
+                $masked .= '*/';
                 $i++;
                 $code .= ' ';
                 continue;
             }
             if ($c === ';') {
                 $afterSemicolon = true;
+                $masked .= ';';
                 $code .= ' ';
                 continue;
             }
@@ -86,11 +106,24 @@ final class Statement
                 $multiple = true;
             }
             $code .= $c;
+            $masked .= $c;
         }
         $code = \trim($code);
         \preg_match_all('/(?<![@\w$])@(?!@)([A-Za-z0-9_$.]+)/', $code, $m);
 
-        return new self($sql, $code, $multiple, \array_values(\array_unique(\array_map('strtolower', $m[1]))));
+        return new self($sql, $code, $multiple, \array_values(\array_unique(\array_map('strtolower', $m[1]))), $masked, $spans);
+    }
+
+    /**
+     * rewriteCode returns the statement with $pattern replaced by $replacement in its code only: literals,
+     * quoted identifiers and comments are left as they are.
+     */
+    public function rewriteCode(string $pattern, string $replacement): self
+    {
+        $masked = (string) \preg_replace_callback($pattern, static fn (): string => $replacement, $this->masked);
+        $sql = (string) \preg_replace_callback('/\x01(\d+)\x01/', fn (array $m): string => \substr($this->sql, ...$this->spans[(int) $m[1]]), $masked);
+
+        return self::parse($sql);
     }
 
     /** keywords returns the first $n words of the code, upper-cased, skipping leading parentheses. */

@@ -112,6 +112,7 @@ final class WpdbTest extends TestCase
         self::assertSame(['1', '2', '3'], $o['page']);
         self::assertSame('37', $o['found_rows'], 'SELECT FOUND_ROWS() after SQL_CALC_FOUND_ROWS ... LIMIT 3 over 37 rows');
         self::assertSame(['FOUND_ROWS()'], $o['found_rows_col']);
+        self::assertSame(['twice' => '74', 's' => 'FOUND_ROWS() stays in a literal'], $o['found_rows_in_expr'], 'FOUND_ROWS() inside an expression');
         self::assertSame((string) $o['insert_id'], $o['last_insert_id']);
         self::assertSame((string) $o['insert_id'], $o['last_insert_id_in_expr']);
         self::assertSame('42', $o['var']);

@@ -56,6 +56,17 @@ final class StatementTest extends TestCase
         self::assertSame(['LOCK', 'TABLES'], Statement::parse("\n  lock tables t write")->keywords());
     }
 
+    public function testRewriteCodeLeavesLiteralsAndCommentsAlone(): void
+    {
+        $sql = "SELECT FOUND_ROWS() * 2, 'FOUND_ROWS()', `FOUND_ROWS()` /* FOUND_ROWS() */ -- FOUND_ROWS()\n, found_rows ( )";
+        self::assertSame(
+            "SELECT 37 * 2, 'FOUND_ROWS()', `FOUND_ROWS()` /* FOUND_ROWS() */ -- FOUND_ROWS()\n, 37",
+            Statement::parse($sql)->rewriteCode('/\\bFOUND_ROWS\\s*\\(\\s*\\)/i', '37')->sql,
+        );
+        self::assertSame('/*!40101 SET x = 37 */', Statement::parse('/*!40101 SET x = FOUND_ROWS() */')->rewriteCode('/FOUND_ROWS\\(\\)/', '37')->sql);
+        self::assertSame("SELECT 'it\\'s $1', 1", Statement::parse("SELECT 'it\\'s $1', X")->rewriteCode('/X/', '1')->sql);
+    }
+
     public function testLargeStatementsParseInLinearTime(): void
     {
         $body = \str_repeat("Lorem ipsum dolor sit amet, it\\'s \"quoted\" -- not a comment; ", 40000);
