@@ -27,10 +27,25 @@ final class SqlText
      */
     public static function leadingWords(string $sql, int $n = 2): array
     {
+        // The leading words are all it needs: a long statement is not scanned whole.
+        \preg_match_all('/[A-Za-z_]+/', \substr(self::body($sql), 0, 256), $m, PREG_PATTERN_ORDER);
         $words = [];
+        foreach (\array_slice($m[0], 0, $n) as $word) {
+            $words[] = \strtoupper($word);
+        }
+
+        return $words;
+    }
+
+    /**
+     * body returns $sql from its first keyword on: without the white space, comments, opening parentheses and
+     * semicolons before it.
+     */
+    public static function body(string $sql): string
+    {
         $i = 0;
         $len = \strlen($sql);
-        while ($i < $len && \count($words) < $n) {
+        while ($i < $len) {
             $c = $sql[$i];
             if (\ctype_space($c) || $c === '(' || $c === ';') {
                 $i++;
@@ -40,15 +55,12 @@ final class SqlText
             } elseif ($c === '/' && ($sql[$i + 1] ?? '') === '*') {
                 $end = \strpos($sql, '*/', $i + 2);
                 $i = $end === false ? $len : $end + 2;
-            } elseif (\preg_match('/\G[A-Za-z_]+/', $sql, $m, 0, $i) === 1) {
-                $words[] = \strtoupper($m[0]);
-                $i += \strlen($m[0]);
             } else {
                 break;
             }
         }
 
-        return $words;
+        return (string) \substr($sql, $i);
     }
 
     /** returnsRows tells whether $sql is a statement that returns rows (SELECT, SHOW, ..., or one with RETURNING). */
@@ -77,16 +89,11 @@ final class SqlText
             'BEGIN', 'COMMIT', 'END', 'ABORT', 'XA' => $first,
             'START' => $second === 'TRANSACTION' ? 'START TRANSACTION' : null,
             'ROLLBACK' => $second === 'TO' ? null : 'ROLLBACK',
-            'SET' => $second === 'AUTOCOMMIT' ? 'SET autocommit' : null,
+            'SET' => \preg_match('/^SET\s+(?:(?:SESSION|LOCAL)\s+|@@(?:SESSION\.|LOCAL\.)?)?AUTOCOMMIT\b/i', self::body($sql)) === 1 ? 'SET autocommit' : null,
             'LOCK' => $dialect === Dialect::MySQL ? 'LOCK TABLES' : null,
             'UNLOCK' => 'UNLOCK TABLES',
             default => null,
         };
-        if ($first === 'SET' && $second === 'SESSION' || $first === 'SET' && $second === 'LOCAL') {
-            // SET SESSION autocommit = 0
-            $third = self::leadingWords($sql, 3)[2] ?? '';
-            $control = $third === 'AUTOCOMMIT' ? 'SET autocommit' : null;
-        }
 
         return $control;
     }

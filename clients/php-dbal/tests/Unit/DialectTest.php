@@ -78,6 +78,10 @@ final class DialectTest extends TestCase
         self::assertNull(SqlText::transactionControl('ROLLBACK TO SAVEPOINT s1', Dialect::PostgreSQL));
         self::assertNull(SqlText::transactionControl('SAVEPOINT s1', Dialect::MySQL));
         self::assertSame('SET autocommit', SqlText::transactionControl('SET SESSION autocommit = 0', Dialect::MySQL));
+        self::assertSame('SET autocommit', SqlText::transactionControl('/* x */ SET @@session.autocommit=0', Dialect::MySQL));
+        self::assertSame('SET autocommit', SqlText::transactionControl('set @@autocommit = OFF', Dialect::MySQL));
+        self::assertNull(SqlText::transactionControl('SET autocommit_x = 1', Dialect::MySQL));
+        self::assertNull(SqlText::transactionControl("SET time_zone = '+00:00'", Dialect::MySQL));
         self::assertSame('LOCK TABLES', SqlText::transactionControl('LOCK TABLES t WRITE', Dialect::MySQL));
         self::assertNull(SqlText::transactionControl('LOCK TABLE t IN SHARE MODE', Dialect::PostgreSQL));
         self::assertNull(SqlText::transactionControl('SELECT 1', Dialect::PostgreSQL));
