@@ -60,6 +60,22 @@ final class WpdbTest extends TestCase
         self::assertSame($mysqli->error, $o['dup_error']);
     }
 
+    /**
+     * The same $wpdb calls, on the native site (wpdb over mysqli) and on the Tether site, answer the same: charset and
+     * capabilities, column charsets and lengths, invalid-text stripping and the refused insert, results in every
+     * output shape, empty queries, WP_Query's found_posts, close() and reconnect.
+     */
+    public function testSameAnswersAsWpdbOverMysqli(): void
+    {
+        $sites = Sites::get();
+        $native = self::probeOn($sites->native, 'compat')['result'];
+        $tether = self::probeOn($sites->tether, 'compat')['result'];
+        self::assertSame('utf8mb4', $native['charset'][0]);
+        self::assertFalse($native['insert_invalid'], 'native: invalid UTF-8 refused by wpdb');
+        self::assertSame('1', $native['query_after_reconnect']);
+        self::assertSame($native, $tether);
+    }
+
     public function testSavequeriesLogsEachQuery(): void
     {
         $o = self::probe('savequeries', 'savequeries=1');
