@@ -114,30 +114,15 @@ final class ExceptionTest extends IntegrationTestCase
     /** @dataProvider backends */
     public function testTetherdGoneMidSessionIsConnectionLost(string $kind): void
     {
-        // A tetherd of this test's own, on the integration's configuration with another socket, killed under an
-        // open connection and its transaction.
-        $dir = self::env('TETHER_IT_DIR');
-        $socket = $dir . '/lost-' . $kind . '.sock';
-        $config = $dir . '/lost-' . $kind . '.toml';
-        $toml = (string) file_get_contents($dir . '/tetherd.toml');
-        file_put_contents($config, preg_replace('/^socket = .*$/m', 'socket = "' . $socket . '"', $toml));
-        @unlink($socket);
-        $tetherd = proc_open([dirname(__DIR__, 4) . '/bin/tetherd', '-config', $config], [0 => ['file', '/dev/null', 'r'], 1 => ['file', $dir . '/lost.log', 'a'], 2 => ['file', $dir . '/lost.log', 'a']], $pipes);
-        self::assertIsResource($tetherd);
+        // A tetherd of this test's own, killed under an open connection and its transaction.
+        [$tetherd, $socket] = self::startTetherd('lost-' . $kind);
         try {
-            for ($i = 0; $i < 200 && !file_exists($socket); $i++) {
-                usleep(25_000);
-            }
             $conn = $this->connect($kind, ['tether_socket' => $socket]);
             self::assertSame(1, (int) $conn->fetchOne('SELECT 1'));
             $conn->beginTransaction();
             $conn->fetchOne('SELECT 1');
         } finally {
-            proc_terminate($tetherd, 9); // SIGKILL: gone at once, as in a crash (SIGTERM would drain the open transaction)
-            for ($i = 0; $i < 400 && proc_get_status($tetherd)['running']; $i++) {
-                usleep(25_000);
-            }
-            proc_close($tetherd);
+            self::stopTetherd($tetherd, 9); // SIGKILL: gone at once (SIGTERM would drain the open transaction)
         }
 
         $e = self::catch(static fn () => $conn->fetchOne('SELECT 1'));

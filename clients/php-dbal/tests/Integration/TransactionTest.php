@@ -136,6 +136,33 @@ final class TransactionTest extends IntegrationTestCase
         self::assertSame(['a', 'b', 'other', 'c', 'd'], $conn->fetchFirstColumn('SELECT name FROM tx_ids ORDER BY id'));
     }
 
+    /**
+     * On PostgreSQL, an INSERT outside a transaction into a table without a sequence, on backend sessions that never
+     * called one (a fresh tetherd's pool): LASTVAL() fails and aborts the INSERT's little transaction, so the driver
+     * runs the INSERT again alone. It is inserted exactly once, and lastInsertId() has no id.
+     */
+    public function testPostgreSQLInsertWithoutSequenceOnFreshSessions(): void
+    {
+        $setup = $this->connect('pgsql');
+        self::recreate($setup, 'tx_noseq_fresh', 'code VARCHAR(10) PRIMARY KEY', 'pgsql');
+        [$tetherd, $socket] = self::startTetherd('fresh-pool');
+        try {
+            $conn = $this->connect('pgsql', ['tether_socket' => $socket]);
+            self::assertSame(1, $conn->insert('tx_noseq_fresh', ['code' => 'once']));
+            try {
+                $conn->lastInsertId();
+                self::fail('no sequence was called');
+            } catch (DriverException $e) {
+                self::assertSame('55000', $e->getSQLState());
+            }
+            $conn->insert('tx_noseq_fresh', ['code' => 'twice']);
+            $conn->close();
+        } finally {
+            self::stopTetherd($tetherd, 15);
+        }
+        self::assertSame(['once', 'twice'], self::pdo('pgsql')->query('SELECT code FROM tx_noseq_fresh ORDER BY code')->fetchAll(\PDO::FETCH_COLUMN));
+    }
+
     /** lastInsertId() on PostgreSQL with tether_pg_lastval off: no id outside a transaction, a clear error. */
     public function testPostgreSQLLastInsertIdWithoutLastval(): void
     {

@@ -93,6 +93,46 @@ abstract class IntegrationTestCase extends TestCase
         return $conn;
     }
 
+    /**
+     * startTetherd starts a tetherd of the test's own: the integration's configuration (its backends, fresh
+     * pools) on another socket. Returns the process and its socket; stop it with stopTetherd().
+     *
+     * @return array{resource, string}
+     */
+    protected static function startTetherd(string $name): array
+    {
+        $dir = self::env('TETHER_IT_DIR');
+        $socket = "$dir/$name.sock";
+        $config = "$dir/$name.toml";
+        $toml = (string) file_get_contents("$dir/tetherd.toml");
+        file_put_contents($config, preg_replace('/^socket = .*$/m', 'socket = "' . $socket . '"', $toml));
+        @unlink($socket);
+        $log = ['file', "$dir/$name.log", 'a'];
+        $process = proc_open([dirname(__DIR__, 4) . '/bin/tetherd', '-config', $config], [0 => ['file', '/dev/null', 'r'], 1 => $log, 2 => $log], $pipes);
+        self::assertIsResource($process, 'tetherd started');
+        for ($i = 0; $i < 200 && !file_exists($socket); $i++) {
+            usleep(25_000);
+        }
+        self::assertFileExists($socket, "tetherd $name did not open its socket (log: $dir/$name.log)");
+
+        return [$process, $socket];
+    }
+
+    /**
+     * stopTetherd stops a tetherd of startTetherd() with $signal (SIGKILL: gone at once, as in a crash; SIGTERM:
+     * drains) and waits for it to exit.
+     *
+     * @param resource $process
+     */
+    protected static function stopTetherd($process, int $signal): void
+    {
+        proc_terminate($process, $signal);
+        for ($i = 0; $i < 400 && proc_get_status($process)['running']; $i++) {
+            usleep(25_000);
+        }
+        proc_close($process);
+    }
+
     /** autoIncrement returns the column definition of an auto-generated integer primary key. */
     protected static function serialKey(string $kind): string
     {
