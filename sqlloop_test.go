@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -698,5 +699,37 @@ func TestLoopSQL_TimeFormat(t *testing.T) {
 
 			errCode(t, c.do(wire.Request{ID: 10, Op: wire.OpQuery, Backend: "db", SQL: sqlText, TimeFormat: "local"}), tether.CodeBadRequest)
 		})
+	}
+}
+
+// TestLoopSQL_AutocommitOffRefused: SET autocommit = 0 outside a transaction
+// would make every later statement of whoever gets the connection open a
+// transaction; tetherd resets the session and says so (bad_request), as for
+// START TRANSACTION, rather than dropping the setting silently. Inside a
+// transaction it is the client's own business until the transaction ends.
+func TestLoopSQL_AutocommitOffRefused(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		if d.typ != "mysql" {
+			continue // PostgreSQL has no server-side autocommit
+		}
+		ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = 1, 1 })
+		c := dial(t, ts)
+		for i, stmt := range []string{"SET autocommit = 0", "/*!40101 SET autocommit = 0 */", "SET SESSION autocommit = OFF"} {
+			e := errCode(t, c.do(wire.Request{ID: uint32(10 + i), Op: wire.OpExec, Backend: "db", SQL: stmt}), tether.CodeBadRequest)
+			if msg, _ := e["message"].(string); !strings.Contains(msg, "autocommit") {
+				t.Errorf("%q: the error does not name autocommit: %q", stmt, msg)
+			}
+			rows := c.ok(wire.Request{ID: uint32(20 + i), Op: wire.OpQuery, Backend: "db", SQL: "SELECT @@autocommit"}).Fields["rows"].([]any)
+			if got := fmt.Sprint(rows[0].([]any)[0]); got != "1" {
+				t.Errorf("%q: the next statement runs with autocommit %s", stmt, got)
+			}
+		}
+		tx := toUint(c.ok(wire.Request{ID: 30, Op: wire.OpBegin, Backend: "db"}).Fields["tx"])
+		c.ok(wire.Request{ID: 31, Op: wire.OpExec, Tx: tx, SQL: "SET autocommit = 0"})
+		c.ok(wire.Request{ID: 32, Op: wire.OpCommit, Tx: tx})
+		rows := c.ok(wire.Request{ID: 33, Op: wire.OpQuery, Backend: "db", SQL: "SELECT @@autocommit"}).Fields["rows"].([]any)
+		if got := fmt.Sprint(rows[0].([]any)[0]); got != "1" {
+			t.Errorf("after a transaction that turned autocommit off, the next statement runs with autocommit %s", got)
+		}
 	}
 }

@@ -110,6 +110,9 @@ type Report struct {
 	Unpooled string
 	// Locked: the session holds table locks (MySQL LOCK TABLES).
 	Locked bool
+	// AutocommitOff: the session's autocommit is off (MySQL SET autocommit =
+	// 0), so every later statement would open a transaction.
+	AutocommitOff bool
 }
 
 // setUnpooled records why the session must be reset; the first reason wins.

@@ -163,6 +163,7 @@ func (d *driver) report(o *ok, r *sqlpool.Request, h hints) {
 	rep := r.Report
 	rep.InTx = o.status&gomysql.SERVER_STATUS_IN_TRANS != 0
 	if o.status&gomysql.SERVER_STATUS_AUTOCOMMIT == 0 {
+		rep.AutocommitOff = true
 		r.AddUnpooled("autocommit off")
 	}
 	// The transaction state tracker: "T" explicit, "I" implicit transaction,

@@ -726,6 +726,11 @@ func (p *Pool) settle(c *Conn, r *Request) {
 			if r.Err == nil {
 				r.Err = tether.Errorf(tether.CodeBadRequest, "%s: LOCK TABLES outside a transaction cannot hold across pooled connections: tetherd released the locks; run it inside begin and commit", p.name)
 			}
+		case rep.AutocommitOff:
+			c.dirty = "autocommit off"
+			if r.Err == nil {
+				r.Err = tether.Errorf(tether.CodeBadRequest, "%s: the statement turned autocommit off (the server reports it), which cannot hold across pooled connections: tetherd reset the session; use begin and commit", p.name)
+			}
 		}
 	}
 }
