@@ -117,6 +117,22 @@ final class SessionTest extends IntegrationTestCase
         self::assertSame($own->fetchOne($read), $second->fetchOne($read));
     }
 
+    /** DBAL's setTransactionIsolation() is a session setting: the connection's later transactions run at that level. */
+    public function testTransactionIsolationHoldsForLaterTransactions(): void
+    {
+        foreach (['mysql' => 'SELECT @@tx_isolation', 'pgsql' => 'SHOW transaction_isolation'] as $kind => $read) {
+            $conn = $this->connect($kind);
+            $conn->setTransactionIsolation(\Doctrine\DBAL\TransactionIsolationLevel::SERIALIZABLE);
+            $other = $this->connect($kind);
+            for ($i = 0; $i < 3; $i++) {
+                $conn->beginTransaction();
+                self::assertSame('serializable', strtolower(str_replace('-', ' ', (string) $conn->fetchOne($read))), $kind);
+                $conn->commit();
+                self::assertNotSame('serializable', strtolower(str_replace('-', ' ', (string) $other->fetchOne($read))), "$kind: only that connection");
+            }
+        }
+    }
+
     /** serverSessions counts the sessions of user tether on this database other than the direct one asking. */
     private function serverSessions(string $kind): int
     {
