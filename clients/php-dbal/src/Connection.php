@@ -198,10 +198,6 @@ final class Connection implements Compat\ServerInfoConnection
                 if ($this->dialect === Dialect::PostgreSQL && SqlText::isInsert($sql)) {
                     $this->lastInsertId = null; // asked of the transaction by lastInsertId(), which keeps it
                 }
-            } elseif (SqlText::transactionControl($sql, $this->dialect) === 'SET autocommit') {
-                // tetherd lets it pass on MariaDB and resets it after the statement: the caller would believe a
-                // transaction is open while every later statement commits on its own.
-                throw RefusedStatement::autocommit($originalSql);
             } elseif ($returnsRows) {
                 return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend), $this->sqlDatetimes);
             } elseif ($this->dialect === Dialect::PostgreSQL && $this->pgLastval && SqlText::isInsert($sql)) {

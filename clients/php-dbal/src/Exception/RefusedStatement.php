@@ -9,9 +9,9 @@ use Tether\Server\ServerException;
 /**
  * RefusedStatement reports a statement this driver cannot run through a pool of shared connections, named in
  * the message: SQL that opens, ends or locks a transaction by its text (BEGIN, START TRANSACTION, COMMIT, ROLLBACK,
- * SET autocommit = 0, LOCK TABLES, XA ...). tetherd refuses them outside a transaction (bad_request; it rolled back
- * what they opened); this driver refuses them inside one, where they would end tetherd's transaction behind its
- * back. Use Connection::beginTransaction(), commit() and rollBack() instead (and savepoints for nesting).
+ * SET autocommit = 0, LOCK TABLES, XA ...). tetherd refuses those that leave a transaction open, autocommit off or
+ * tables locked outside a transaction (bad_request; it rolled back or reset what they did); this driver refuses
+ * them inside one, where they would end tetherd's transaction behind its back. Use Connection::beginTransaction(), commit() and rollBack() instead (and savepoints for nesting).
  */
 final class RefusedStatement extends DriverError
 {
@@ -23,15 +23,6 @@ final class RefusedStatement extends DriverError
             self::excerpt($sql),
             $e->getMessage(),
         ), null, 0, $e);
-    }
-
-    /** autocommit refuses SET autocommit outside a transaction: it cannot hold across pooled connections. */
-    public static function autocommit(string $sql): self
-    {
-        return new self(\sprintf(
-            'the statement %s would change autocommit, which cannot hold across the pooled connections of tetherd: transactions go through Connection::beginTransaction(), commit() and rollBack()',
-            self::excerpt($sql),
-        ));
     }
 
     /** insideTransaction refuses $sql, which controls the transaction by its text, inside an open transaction. */
