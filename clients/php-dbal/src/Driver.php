@@ -11,6 +11,7 @@ use Tether\Client;
 use Tether\DBAL\Exception\DriverError;
 use Tether\DBAL\Exception\UnsupportedOption;
 use Tether\Exception\TetherException;
+use Tether\Server\ServerException;
 
 /**
  * Driver is the Doctrine DBAL driver for Tether: DBAL (and so Doctrine ORM and Symfony) runs its SQL on a MySQL/
@@ -164,11 +165,23 @@ final class Driver implements Compat\VersionAwareDriver
      * detect asks the backend's server its version through tetherd.
      *
      * @return array{Dialect, string} the dialect and the version as DBAL's native drivers report it
-     * @throws TetherException
+     * @throws TetherException tetherd could not be reached or answered with a tetherd error
+     * @throws DriverError the backend could not run SELECT VERSION(): it is not MySQL/MariaDB or PostgreSQL
      */
     private static function detect(Client $client, ?string $backend): array
     {
-        $row = $client->queryOne('SELECT VERSION() AS v', [], $backend);
+        try {
+            $row = $client->queryOne('SELECT VERSION() AS v', [], $backend);
+        } catch (ServerException $e) {
+            if ($e->getErrorCode() !== ServerException::BACKEND_ERROR) {
+                throw $e;
+            }
+            throw new DriverError(\sprintf(
+                'cannot tell the server of tetherd backend %s: SELECT VERSION() failed (%s); this driver serves MySQL/MariaDB and PostgreSQL backends',
+                $backend ?? '(default)',
+                $e->getMessage(),
+            ), null, 0, $e);
+        }
         $version = (string) ($row['v'] ?? '');
         $dialect = Dialect::fromServerVersion($version);
 

@@ -53,6 +53,21 @@ final class BadInputTest extends IntegrationTestCase
         $conn->close();
     }
 
+    /** A backend that is neither MySQL/MariaDB nor PostgreSQL (tetherd's SQLite) is refused on connect, named. */
+    public function testBackendOfAnotherKindIsRefused(): void
+    {
+        $db = self::env('TETHER_IT_DIR') . '/other-kind.db';
+        [$tetherd, $socket] = self::startTetherd('other-kind', "[backends.lite]\ntype = \"sqlite\"\ndsn = \"$db\"\n");
+        try {
+            $e = self::failure(fn () => $this->connect('mysql', ['tether_socket' => $socket, 'tether_backend' => 'lite'])->fetchOne('SELECT 1'));
+        } finally {
+            self::stopTetherd($tetherd, 15);
+        }
+        self::assertInstanceOf(\Tether\DBAL\Exception\DriverError::class, $e->getPrevious());
+        self::assertStringContainsString('tetherd backend lite: SELECT VERSION() failed', $e->getMessage());
+        self::assertStringContainsString('this driver serves MySQL/MariaDB and PostgreSQL backends', $e->getMessage());
+    }
+
     /** The init command is a MySQL option: on PostgreSQL it is refused, not ignored. */
     public function testInitCommandOnPostgreSQLIsRefused(): void
     {

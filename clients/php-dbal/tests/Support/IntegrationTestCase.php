@@ -95,17 +95,17 @@ abstract class IntegrationTestCase extends TestCase
 
     /**
      * startTetherd starts a tetherd of the test's own: the integration's configuration (its backends, fresh
-     * pools) on another socket. Returns the process and its socket; stop it with stopTetherd().
+     * pools) on another socket, plus $extraToml. Returns the process and its socket; stop it with stopTetherd().
      *
      * @return array{resource, string}
      */
-    protected static function startTetherd(string $name): array
+    protected static function startTetherd(string $name, string $extraToml = ''): array
     {
         $dir = self::env('TETHER_IT_DIR');
         $socket = "$dir/$name.sock";
         $config = "$dir/$name.toml";
         $toml = (string) file_get_contents("$dir/tetherd.toml");
-        file_put_contents($config, preg_replace('/^socket = .*$/m', 'socket = "' . $socket . '"', $toml));
+        file_put_contents($config, preg_replace('/^socket = .*$/m', 'socket = "' . $socket . '"', $toml) . "\n" . $extraToml);
         @unlink($socket);
         $log = ['file', "$dir/$name.log", 'a'];
         $process = proc_open([dirname(__DIR__, 4) . '/bin/tetherd', '-config', $config], [0 => ['file', '/dev/null', 'r'], 1 => $log, 2 => $log], $pipes);
