@@ -76,6 +76,18 @@ final class Transaction
     }
 
     /**
+     * queryColumns runs a statement inside this transaction and returns its rows in column-oriented form, as
+     * Client::queryColumns() does (column names even when no row came). Errors as query().
+     *
+     * @param array<mixed> $params
+     */
+    public function queryColumns(string $sql, array $params = [], ?int $timeoutMs = null): ColumnarResult
+    {
+        return Reply::columns($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, true, $this->timeFormat)))
+            ?? throw $this->connection->malformedReply('query');
+    }
+
+    /**
      * execute runs a statement for its effect inside this transaction. Errors as query().
      *
      * @param array<mixed> $params

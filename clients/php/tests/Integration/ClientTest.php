@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\Tests\Integration;
 
 use Tether\Batch\Operation;
+use Tether\ColumnarResult;
 use Tether\ExecResult;
 use Tether\Server\ServerException;
 use Tether\Transaction;
@@ -92,9 +93,12 @@ final class ClientTest extends IntegrationTestCase
         self::assertSame(['t' => $native, 'd' => '2024-02-29'], $sqlClient->queryOne($sql, [], $backend));
         self::assertSame([$native], $sqlClient->queryColumns($sql, [], $backend)->column('t'));
         self::assertSame(['t' => $native, 'd' => '2024-02-29'], $sqlClient->transaction(
-            static fn (\Tether\Transaction $tx): ?array => $tx->queryOne($sql),
+            static fn (Transaction $tx): ?array => $tx->queryOne($sql),
             $backend,
         ));
+        $inTx = $sqlClient->transaction(static fn (Transaction $tx): ColumnarResult => $tx->queryColumns($sql . ' WHERE 1 = 0'), $backend);
+        self::assertSame(['t', 'd'], $inTx->columns(), 'a transaction\'s columnar result names its columns without rows');
+        self::assertSame(0, $inTx->count());
         [$inBatch, $isoInBatch] = $this->client->batch([
             Operation::query($sql, [], $backend, null, 'sql'),
             Operation::query($sql, [], $backend),
