@@ -42,7 +42,6 @@ final class Connection implements Compat\ServerInfoConnection
         private readonly Dialect $dialect,
         private readonly \Closure $serverVersion,
         private readonly bool $pgLastval,
-        private readonly bool $sqlDatetimes,
     ) {
     }
 
@@ -191,7 +190,7 @@ final class Connection implements Compat\ServerInfoConnection
                     throw RefusedStatement::insideTransaction($originalSql, $control);
                 }
                 if ($returnsRows) {
-                    return Result::fromRows($this->transaction->query($sql, $params), $this->sqlDatetimes);
+                    return Result::fromColumns($this->transaction->queryColumns($sql, $params));
                 }
 
                 $result = $this->transaction->execute($sql, $params);
@@ -199,7 +198,7 @@ final class Connection implements Compat\ServerInfoConnection
                     $this->lastInsertId = null; // asked of the transaction by lastInsertId(), which keeps it
                 }
             } elseif ($returnsRows) {
-                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend), $this->sqlDatetimes);
+                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend));
             } elseif ($this->dialect === Dialect::PostgreSQL && $this->pgLastval && SqlText::isInsert($sql)) {
                 return $this->insertWithLastval($sql, $params);
             } else {

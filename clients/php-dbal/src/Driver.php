@@ -26,7 +26,8 @@ use Tether\Server\ServerException;
  * Connection parameters (top level, or in `driverOptions`, which is where Symfony's doctrine.yaml `options` go):
  * - tether_socket (string), tether_backend (string), tether_timeout (seconds, default 30): the Tether client's;
  * - tether_pg_lastval (bool, default true): PostgreSQL, see Connection::lastInsertId();
- * - tether_sql_datetimes (bool, default true): datetimes as PDO returns them, see Result::withSqlDatetimes();
+ * - tether_sql_datetimes (bool, default true): DATETIME/TIMESTAMP values as PDO returns them ("2024-02-29
+ *   23:59:59"; tetherd's time_format "sql"), or, false, in ISO 8601 ("2024-02-29T23:59:59");
  * - persistent (bool, default false): share the PHP worker's persistent socket to tetherd; then every DBAL
  *   connection of the worker on that socket shares one set of session settings;
  * - charset: SET NAMES on connect (session settings are kept by tetherd for this connection's statements);
@@ -72,6 +73,8 @@ final class Driver implements Compat\VersionAwareDriver
                 'backend' => $backend,
                 'persistent' => $options['persistent'],
                 'timeout' => $options['tether_timeout'] ?? 30.0,
+                // DATETIME/TIMESTAMP values written by tetherd as PDO gives them, from the column's type.
+                'time_format' => ($options['tether_sql_datetimes'] ?? true) ? 'sql' : 'iso',
             ]);
         } catch (TetherException $e) {
             throw new UnsupportedOption('invalid Tether client option: ' . $e->getMessage(), null, 0, $e);
@@ -104,7 +107,6 @@ final class Driver implements Compat\VersionAwareDriver
                 }
             },
             $options['tether_pg_lastval'] ?? true,
-            $options['tether_sql_datetimes'] ?? true,
         );
         foreach (self::sessionStatements($options, $dialect) as $sql) {
             $connection->exec($sql);

@@ -13,10 +13,10 @@ use Tether\ColumnarResult;
  * in order; free() lets the rows go.
  *
  * Values are what tetherd decodes (docs/protocol.md): null, int, float, bool (PostgreSQL booleans), or string
- * (text, bytes, exact DECIMAL digits, dates and times), which DBAL's Types convert. Datetimes, which tetherd sends in
- * ISO 8601 form ("2024-02-29T23:59:59.5"), are rewritten into PDO's text ("2024-02-29 23:59:59.5") unless the
- * connection's `tether_sql_datetimes` parameter is false. With duplicate column names in one result the last one
- * wins, as in tetherd's rows: alias them.
+ * (text, bytes, exact DECIMAL digits, dates and times), which DBAL's Types convert. Datetimes come as PDO gives them
+ * ("2024-02-29 23:59:59.5": the client asks tetherd for time_format "sql") unless the connection's
+ * `tether_sql_datetimes` parameter is false. With duplicate column names in one result the last one wins: alias
+ * them.
  */
 final class Result implements ResultInterface
 {
@@ -34,11 +34,10 @@ final class Result implements ResultInterface
     }
 
     /**
-     * fromColumns builds the result of a query answered in column-oriented form (outside a transaction).
-     *
-     * @param bool $sqlDatetimes rewrite ISO 8601 datetimes into the text PDO returns (see withSqlDatetimes())
+     * fromColumns builds the result of a query answered in column-oriented form, which names the columns even when
+     * no row came.
      */
-    public static function fromColumns(ColumnarResult $result, bool $sqlDatetimes): self
+    public static function fromColumns(ColumnarResult $result): self
     {
         $columns = $result->columns();
         $data = [];
@@ -57,60 +56,13 @@ final class Result implements ResultInterface
             }
         }
 
-        return new self($columns, $sqlDatetimes ? self::withSqlDatetimes($rows) : $rows, \count($rows));
-    }
-
-    /**
-     * fromRows builds the result of a query answered as associative rows (inside a transaction); the column names
-     * come from the first row, so a result without rows has no columns.
-     *
-     * @param list<array<string, mixed>> $rows
-     * @param bool $sqlDatetimes as for fromColumns()
-     */
-    public static function fromRows(array $rows, bool $sqlDatetimes): self
-    {
-        $columns = $rows === [] ? [] : \array_map('strval', \array_keys($rows[0]));
-        $numeric = [];
-        foreach ($rows as $row) {
-            $numeric[] = \array_values($row);
-        }
-
-        return new self($columns, $sqlDatetimes ? self::withSqlDatetimes($numeric) : $numeric, \count($numeric));
+        return new self($columns, $rows, \count($rows));
     }
 
     /** fromAffectedRows builds the result of a statement that returns no rows. */
     public static function fromAffectedRows(int $affectedRows): self
     {
         return new self([], [], $affectedRows);
-    }
-
-    /**
-     * withSqlDatetimes rewrites tetherd's ISO 8601 datetimes ("2024-02-29T23:59:59.5", a timestamptz with its
-     * offset "...+02:00") into the text pdo_mysql and pdo_pgsql return ("2024-02-29 23:59:59.5", "...+02"). A text
-     * value that is exactly such a datetime is rewritten too (the reply does not say a column's type): turn the
-     * `tether_sql_datetimes` parameter off if you store such strings.
-     *
-     * @param list<list<mixed>> $rows
-     * @return list<list<mixed>>
-     */
-    private static function withSqlDatetimes(array $rows): array
-    {
-        foreach ($rows as $r => $row) {
-            foreach ($row as $c => $value) {
-                if (\is_string($value) && isset($value[18]) && $value[10] === 'T' && $value[4] === '-' && $value[13] === ':'
-                    && \preg_match('/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:\d\d)?$/D', $value, $m) === 1) {
-                    $offset = $m[3] ?? '';
-                    if ($offset === 'Z') {
-                        $offset = '+00';
-                    } elseif (\str_ends_with($offset, ':00')) {
-                        $offset = \substr($offset, 0, 3);
-                    }
-                    $rows[$r][$c] = $m[1] . ' ' . $m[2] . $offset;
-                }
-            }
-        }
-
-        return $rows;
     }
 
     public function fetchNumeric(): array|false
