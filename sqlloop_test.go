@@ -733,3 +733,85 @@ func TestLoopSQL_AutocommitOffRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopSQL_TransactionEndedBySQL: a transaction that a statement ends on
+// the server (COMMIT or ROLLBACK sent as SQL, DDL that commits implicitly on
+// MySQL) is over whatever tetherd holds; its commit or rollback must not
+// answer OK as if the transaction had been one unit: it says what happened.
+func TestLoopSQL_TransactionEndedBySQL(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, nil)
+			c := dial(t, ts)
+			table := "tx_ended_by_sql"
+			c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS " + table})
+			c.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE " + table + " (id INT PRIMARY KEY)"})
+			t.Cleanup(func() { c.do(wire.Request{ID: 99, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS " + table}) })
+			insert := func(id int, tx uint64) {
+				t.Helper()
+				r := wire.Request{ID: uint32(100 + id), Op: wire.OpExec, SQL: "INSERT INTO " + table + " (id) VALUES (" + strconv.Itoa(id) + ")", Tx: tx}
+				if tx == 0 {
+					r.Backend = "db"
+				}
+				c.ok(r)
+			}
+			ids := func() string {
+				t.Helper()
+				rows := c.ok(wire.Request{ID: 3, Op: wire.OpQuery, Backend: "db", SQL: "SELECT id FROM " + table + " ORDER BY id"}).Fields["rows"].([]any)
+				return fmt.Sprint(rows)
+			}
+			begin := func() uint64 {
+				return toUint(c.ok(wire.Request{ID: 4, Op: wire.OpBegin, Backend: "db"}).Fields["tx"])
+			}
+
+			// A transaction of reads and writes only commits as usual.
+			tx := begin()
+			c.ok(wire.Request{ID: 5, Op: wire.OpQuery, Tx: tx, SQL: "SELECT 1"})
+			insert(1, tx)
+			c.ok(wire.Request{ID: 6, Op: wire.OpCommit, Tx: tx})
+			tx = begin()
+			c.ok(wire.Request{ID: 7, Op: wire.OpQuery, Tx: tx, SQL: "SELECT 1"})
+			c.ok(wire.Request{ID: 8, Op: wire.OpCommit, Tx: tx})
+
+			// ROLLBACK in SQL, then a write: the rollback the client asks for
+			// cannot undo the write, and says so.
+			tx = begin()
+			insert(2, tx)
+			c.ok(wire.Request{ID: 9, Op: wire.OpExec, Tx: tx, SQL: "ROLLBACK"})
+			insert(3, tx)
+			e := errCode(t, c.do(wire.Request{ID: 10, Op: wire.OpRollback, Tx: tx}), tether.CodeBadRequest)
+			if msg, _ := e["message"].(string); !strings.Contains(msg, `"ROLLBACK"`) || !strings.Contains(msg, "no transaction to roll back") {
+				t.Errorf("the error does not name the statement that ended the transaction: %q", msg)
+			}
+			if got := ids(); got != "[[1] [3]]" {
+				t.Errorf("rows after ROLLBACK in SQL: %s, want [[1] [3]] (2 rolled back by the SQL, 3 committed on its own)", got)
+			}
+
+			// COMMIT in SQL: commit answers the same way.
+			tx = begin()
+			insert(4, tx)
+			c.ok(wire.Request{ID: 11, Op: wire.OpExec, Tx: tx, SQL: "COMMIT"})
+			errCode(t, c.do(wire.Request{ID: 12, Op: wire.OpCommit, Tx: tx}), tether.CodeBadRequest)
+			if d.typ == "mysql" {
+				// DDL commits implicitly on MySQL/MariaDB.
+				tx = begin()
+				insert(5, tx)
+				c.ok(wire.Request{ID: 13, Op: wire.OpExec, Tx: tx, SQL: "CREATE TABLE IF NOT EXISTS tx_ended_by_ddl (id INT)"})
+				c.ok(wire.Request{ID: 14, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS tx_ended_by_ddl"})
+				e := errCode(t, c.do(wire.Request{ID: 15, Op: wire.OpRollback, Tx: tx}), tether.CodeBadRequest)
+				if msg, _ := e["message"].(string); !strings.Contains(msg, "CREATE TABLE") {
+					t.Errorf("the error does not name the DDL: %q", msg)
+				}
+			}
+			// The handle is gone; the pool serves on.
+			errCode(t, c.do(wire.Request{ID: 16, Op: wire.OpCommit, Tx: tx}), tether.CodeUnknownTx)
+			want := "[[1] [3] [4]]"
+			if d.typ == "mysql" {
+				want = "[[1] [3] [4] [5]]"
+			}
+			if got := ids(); got != want {
+				t.Errorf("rows at the end: %s, want %s", got, want)
+			}
+		})
+	}
+}

@@ -146,6 +146,12 @@ type Tx struct {
 	Client *Client
 	// Ended says why the transaction is over, once it is.
 	Ended error
+	// EndedBy, when not empty, is the statement that the server reports
+	// ended the transaction on its session while tetherd held it open (COMMIT
+	// or ROLLBACK sent as SQL, a statement that commits implicitly): later
+	// statements ran each in its own transaction, and the transaction's commit
+	// or rollback is answered with an error that says so.
+	EndedBy string
 }
 
 // Over reports whether the transaction has ended, and why.

@@ -508,11 +508,16 @@ func (c *conn) ready(e *expect, body []byte) {
 		c.fail(errMalformed)
 		return
 	}
+	// The last ReadyForQuery of a request says where its session stands: a
+	// statement prepared inside a transaction that it then ends (ROLLBACK)
+	// was 'T' after its Parse and is 'I' after it ran.
 	if r != nil && body[0] != 'I' {
 		if r.Report == nil {
 			r.Report = &sqlpool.Report{}
 		}
 		r.Report.InTx = true
+	} else if r != nil && r.Report != nil {
+		r.Report.InTx = false
 	}
 	switch e.kind {
 	case expPrepare:

@@ -42,6 +42,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -687,13 +689,29 @@ func (p *Pool) settle(c *Conn, r *Request) {
 			r.NewTx = c.tx
 		}
 	case KindCommit, KindRollback:
-		if tx := c.tx; tx != nil {
+		tx := c.tx
+		if tx != nil {
 			tx.Conn, tx.Ended = nil, fmt.Errorf("%s: %w", p.name, tether.ErrTxDone)
 			c.tx = nil
 		}
 		if r.Err != nil {
 			// The server may have ended it or not: do not trust the session.
 			c.dirty = "transaction did not end cleanly"
+		} else if tx != nil && tx.EndedBy != "" {
+			what := "commit"
+			if r.Kind == KindRollback {
+				what = "roll back"
+			}
+			r.Err = tether.Errorf(tether.CodeBadRequest, "%s: no transaction to %s: the server reports that the statement %s ended it "+
+				"(COMMIT or ROLLBACK sent as SQL, or a statement that commits implicitly, such as DDL on MySQL); what ran "+
+				"before that statement was ended with it, and every statement after it was committed on its own; use "+
+				"commit and rollback, and keep such statements out of transactions", p.name, what, tx.EndedBy)
+		}
+	case KindQuery, KindExec:
+		// A transaction that the server reports over after one of its
+		// statements succeeded was ended by that statement, whatever its text.
+		if tx := c.tx; tx != nil && r.Err == nil && tx.EndedBy == "" && (rep == nil || !rep.InTx) {
+			tx.EndedBy = excerpt(r.SQL)
 		}
 	}
 	if rep == nil {
@@ -1183,3 +1201,12 @@ func (discard) Text([]byte)     {}
 func (discard) Bytes([]byte)    {}
 func (discard) DateTime([]byte) {}
 func (discard) EndRow() error   { return nil }
+
+// excerpt quotes the start of a statement for an error message.
+func excerpt(sql string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 60 {
+		sql = sql[:57] + "..."
+	}
+	return strconv.Quote(sql)
+}
