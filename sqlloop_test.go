@@ -746,7 +746,9 @@ func TestLoopSQL_TransactionEndedBySQL(t *testing.T) {
 			table := "tx_ended_by_sql"
 			c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS " + table})
 			c.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE " + table + " (id INT PRIMARY KEY)"})
-			t.Cleanup(func() { c.do(wire.Request{ID: 99, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS " + table}) })
+			t.Cleanup(func() {
+				c.do(wire.Request{ID: 99, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS " + table})
+			})
 			insert := func(id int, tx uint64) {
 				t.Helper()
 				r := wire.Request{ID: uint32(100 + id), Op: wire.OpExec, SQL: "INSERT INTO " + table + " (id) VALUES (" + strconv.Itoa(id) + ")", Tx: tx}
