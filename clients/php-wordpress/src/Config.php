@@ -12,6 +12,8 @@ namespace Tether\WordPress;
  *                      default_backend
  *   TETHER_TIMEOUT     seconds the client waits for tetherd (connect and each reply); default 30
  *   TETHER_PERSISTENT  keep the socket across the PHP requests of a worker; default true
+ *   TETHER_BUSY_WAIT   seconds a statement keeps asking for a pooled connection while tetherd answers `busy`
+ *                      (every connection in use for the backend's acquire_timeout); default 30, 0: fail at once
  *
  * DB_NAME must name the database the backend connects to (it is checked on connect); DB_USER, DB_PASSWORD and
  * DB_HOST are not used: tetherd holds the credentials.
@@ -23,6 +25,7 @@ final class Config
         public readonly ?string $backend = null,
         public readonly float $timeout = 30.0,
         public readonly bool $persistent = true,
+        public readonly float $busyWait = 30.0,
     ) {
     }
 
@@ -36,6 +39,7 @@ final class Config
             backend: \defined('TETHER_BACKEND') ? (string) \constant('TETHER_BACKEND') : null,
             timeout: \defined('TETHER_TIMEOUT') ? (float) \constant('TETHER_TIMEOUT') : 30.0,
             persistent: \defined('TETHER_PERSISTENT') ? (bool) \constant('TETHER_PERSISTENT') : true,
+            busyWait: \defined('TETHER_BUSY_WAIT') ? (float) \constant('TETHER_BUSY_WAIT') : 30.0,
         );
     }
 

@@ -50,7 +50,11 @@ final class Session
     /** @var array<string, int|float|string|null> user variables by lower-cased name */
     private array $userVariables = [];
 
-    public function __construct(private readonly Client $client)
+    /**
+     * @param float $busyWait seconds a statement keeps asking for a pooled connection when tetherd answers `busy`
+     *                        (all max_conns in flight for its acquire_timeout); 0 gives up at the first `busy`
+     */
+    public function __construct(private readonly Client $client, private readonly float $busyWait = 30.0)
     {
     }
 
@@ -371,8 +375,19 @@ final class Session
      */
     private function call(callable $fn, ?string $what): mixed
     {
+        $deadline = \microtime(true) + $this->busyWait;
         try {
-            return $fn();
+            while (true) {
+                try {
+                    return $fn();
+                } catch (ServerException $e) {
+                    // busy: no pooled connection came free within acquire_timeout, and the request was not sent.
+                    // A mysqli connection would have waited for the server: ask again, for at most busyWait.
+                    if ($e->getErrorCode() !== ServerException::BUSY || !$e->isRetryable() || \microtime(true) >= $deadline) {
+                        throw $e;
+                    }
+                }
+            }
         } catch (ServerException $e) {
             if ($e->getErrorCode() === ServerException::TX_ABORTED || ($this->tx !== null && !$this->tx->isOpen())) {
                 $this->tx = null;

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\WordPress\Tests\Integration;
 
 use PHPUnit\Framework\TestCase;
+use Tether\Client;
 use Tether\WordPress\Tests\Support\Browser;
 use Tether\WordPress\Tests\Support\Env;
 use Tether\WordPress\Tests\Support\Sites;
@@ -54,12 +55,50 @@ final class LoadTest extends TestCase
         foreach ($replies as $n => $reply) {
             $r = $reply['result'];
             self::assertSame($n, $r['n']);
+            self::assertSame([], $r['errors'], "request $n: every statement succeeded (waiting for a pooled connection, not failing busy)");
             self::assertSame($r['tz_set'], $r['tz'], "request $n sees its own time_zone");
             self::assertSame((string) (100 + $n), $r['found'], "request $n sees its own FOUND_ROWS()");
             self::assertSame('utf8mb4', $r['cs'], "request $n: SET NAMES utf8mb4");
             self::assertSame('utf8mb4_unicode_520_ci', $r['coll'], "request $n: COLLATE");
             self::assertStringNotContainsString('STRICT_TRANS_TABLES', $r['sql_mode'], "request $n: WordPress's sql_mode");
         }
+    }
+
+    /**
+     * With every pooled connection held (8 transactions of other clients) for longer than the backend's
+     * acquire_timeout (1 s), a $wpdb query waits for a connection, as it would wait for a MySQL server, instead of
+     * failing with tetherd's `busy` (TETHER_BUSY_WAIT).
+     */
+    public function testAQueryWaitsForAConnectionInsteadOfFailingBusy(): void
+    {
+        $site = Sites::get()->tether;
+        $transactions = [];
+        for ($i = 0; $i < self::MAX_CONNS; $i++) {
+            $client = new Client(['socket' => Env::get('TETHER_SOCKET'), 'backend' => Env::get('TETHER_IT_MYSQL_BACKEND'), 'persistent' => false]);
+            $transactions[] = $client->begin(null, 10000);
+        }
+        $multi = \curl_multi_init();
+        $h = \curl_init($site->url('/tether-probe.php?case=select'));
+        \curl_setopt_array($h, [CURLOPT_RETURNTRANSFER => true, CURLOPT_HEADER => true, CURLOPT_TIMEOUT => 60]);
+        \curl_multi_add_handle($multi, $h);
+        $heldUntil = \microtime(true) + 2.5;
+        while (\microtime(true) < $heldUntil) {
+            \curl_multi_exec($multi, $running);
+            \curl_multi_select($multi, 0.05);
+        }
+        self::assertSame(1, $running, 'the request waits while every connection is held');
+        foreach ($transactions as $tx) {
+            $tx->commit();
+        }
+        do {
+            \curl_multi_exec($multi, $running);
+            \curl_multi_select($multi, 0.05);
+        } while ($running > 0);
+        $response = Browser::parse((string) \curl_multi_getcontent($h), \curl_getinfo($h, CURLINFO_HEADER_SIZE), \curl_getinfo($h, CURLINFO_RESPONSE_CODE));
+        \curl_multi_close($multi);
+        self::assertSame(200, $response->status, \substr($response->body, 0, 2000));
+        $r = $response->json()['result'];
+        self::assertSame(['value' => '42', 'error' => ''], ['value' => $r['value'], 'error' => $r['error']]);
     }
 
     /**
