@@ -11,7 +11,9 @@ namespace Tether\WordPress;
  *   TETHER_BACKEND     the tetherd backend (a MySQL/MariaDB one) that holds the WordPress tables; default: tetherd's
  *                      default_backend
  *   TETHER_TIMEOUT     seconds the client waits for tetherd (connect and each reply); default 30
- *   TETHER_PERSISTENT  keep the socket across the PHP requests of a worker; default true
+ *   TETHER_PERSISTENT  keep the socket (and so the tetherd client session: SET time_zone, ...) across the PHP
+ *                      requests of a worker; default false: each request starts a session of its own, as it gets
+ *                      a mysqli connection of its own without the drop-in
  *   TETHER_BUSY_WAIT   seconds a statement keeps asking for a pooled connection while tetherd answers `busy`
  *                      (every connection in use for the backend's acquire_timeout); default 30, 0: fail at once
  *
@@ -24,7 +26,7 @@ final class Config
         public readonly ?string $socket = null,
         public readonly ?string $backend = null,
         public readonly float $timeout = 30.0,
-        public readonly bool $persistent = true,
+        public readonly bool $persistent = false,
         public readonly float $busyWait = 30.0,
     ) {
     }
@@ -38,7 +40,7 @@ final class Config
             socket: $socket,
             backend: \defined('TETHER_BACKEND') ? (string) \constant('TETHER_BACKEND') : null,
             timeout: \defined('TETHER_TIMEOUT') ? (float) \constant('TETHER_TIMEOUT') : 30.0,
-            persistent: \defined('TETHER_PERSISTENT') ? (bool) \constant('TETHER_PERSISTENT') : true,
+            persistent: \defined('TETHER_PERSISTENT') ? (bool) \constant('TETHER_PERSISTENT') : false,
             busyWait: \defined('TETHER_BUSY_WAIT') ? (float) \constant('TETHER_BUSY_WAIT') : 30.0,
         );
     }

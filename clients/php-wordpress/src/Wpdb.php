@@ -16,8 +16,9 @@ use Tether\Client;
  * server's version, sql_mode and database in one round trip, then runs SET NAMES and SET SESSION sql_mode as wpdb
  * does (tetherd keeps both for this client on whichever pooled connection runs a statement); 2. query() runs each
  * statement through a Session (see there for FOUND_ROWS(), LAST_INSERT_ID(), @variables and transactions);
- * 3. close() rolls back an open transaction and drops the socket; with TETHER_PERSISTENT (the default) the socket
- * otherwise outlives the PHP request, as a persistent connection does.
+ * 3. close() rolls back an open transaction and drops the socket; otherwise the socket closes with the PHP request
+ * (tetherd rolls back what it left open), unless TETHER_PERSISTENT keeps it, and its session, for the worker's
+ * next request.
  *
  * The public properties mean what they mean with mysqli: insert_id, rows_affected, num_rows, last_error (MySQL's
  * message, or one naming what the drop-in refused), last_query, last_result, col_info (names only: Tether sends

@@ -197,6 +197,26 @@ final class WpdbTest extends TestCase
         self::assertSame('a;b', $o['semicolon_in_string']);
     }
 
+    /**
+     * A request's session settings end with it, as its own mysqli connection would: a later request of the same
+     * PHP worker (a site served by one worker) starts from the server's defaults.
+     */
+    public function testSessionSettingsDoNotOutliveTheRequest(): void
+    {
+        Sites::get(); // installs the wpt_ tables this second server of the Tether site uses
+        $site = WordPressSite::create('tether-one-worker', 'wpt_', true);
+        $site->start(1);
+        try {
+            $browser = new Browser();
+            $set = $browser->get($site->url('/tether-probe.php?case=time_zone&set=%2B07:00'))->json()['result'];
+            $next = $browser->get($site->url('/tether-probe.php?case=time_zone'))->json()['result'];
+        } finally {
+            $site->stop();
+        }
+        self::assertSame(['time_zone' => '+07:00', 'error' => ''], $set);
+        self::assertSame(['time_zone' => 'SYSTEM', 'error' => ''], $next);
+    }
+
     /** Site Health's info (wp-admin/site-health.php?tab=debug) reads $wpdb->dbh: it shows the drop-in's link. */
     public function testSiteHealthReadsTheLink(): void
     {
