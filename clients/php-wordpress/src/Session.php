@@ -36,6 +36,8 @@ use Tether\WordPress\Sql\Statement;
  *     LOCK TABLES (always: it would also end the transaction), and outside a transaction GET_LOCK(),
  *     CREATE TEMPORARY TABLE, USE, PREPARE/EXECUTE/DEALLOCATE, HANDLER, XA; and any string holding more than one
  *     statement (mysqli_query() runs one).
+ *  6. A full pool is waited for: while tetherd answers `busy` (not sent, safe to repeat) the statement is asked
+ *     again, for at most $busyWait seconds, as a mysqli query would wait for the server.
  *
  * Session settings (SET NAMES, SET SESSION sql_mode, time_zone, ...) need nothing here: tetherd pools them per
  * client connection and applies them to whichever backend connection runs the next statement.
@@ -58,6 +60,7 @@ final class Session
     {
     }
 
+    /** client returns the Tether client this session runs its statements on. */
     public function client(): Client
     {
         return $this->client;
