@@ -75,6 +75,18 @@ final class ColumnarResult implements \IteratorAggregate, \Countable
     }
 
     /**
+     * columnAt returns the values of the column at position $i (0-based, in columns() order), as column() does by
+     * name: the way to read every column of a result whose names repeat (SELECT a.id, b.id).
+     *
+     * @return list<mixed>
+     * @throws LogicException no column at that position
+     */
+    public function columnAt(int $i): array
+    {
+        return $this->data[$i] ?? throw new LogicException(\sprintf('no column at position %d; this result has %d', $i, \count($this->columns)));
+    }
+
+    /**
      * rows returns the rows as a list of associative rows (column name => value), as query() returns them. Each
      * call builds a new list: keep it rather than calling again.
      *

@@ -71,6 +71,16 @@ final class ColumnarResultTest extends TestCase
         $result = new ColumnarResult(['id', 'id'], 1, [[1], [2]]);
         self::assertSame([['id' => 2]], $result->rows());
         self::assertSame([2], $result->column('id'));
+        self::assertSame([1], $result->columnAt(0), 'columnAt reaches a column its name hides');
+        self::assertSame([2], $result->columnAt(1));
+    }
+
+    public function testColumnAtOutOfRangeIsALogicError(): void
+    {
+        $result = new ColumnarResult(['id'], 0, [[]]);
+        $this->expectException(LogicException::class);
+        $this->expectExceptionMessage('no column at position 1; this result has 1');
+        $result->columnAt(1);
     }
 
     public function testUnknownColumnIsALogicError(): void
