@@ -18,8 +18,8 @@ declare(strict_types=1);
  *              USER_STATISTICS): the row's own user must have sent some, the other app users none, so that a
  *              page that reached the database another way than the row says fails.
  *  2. warm-up  (not in --quick) per row, ab -c 100 through the workers (OPcache, persistent connections); then
- *              per row and load setting a calibration run, whose req/s sizes the measured runs (ab -n N with
- *              N = req/s x --seconds).
+ *              per row a calibration run at -c 10 with and without -k, whose req/s sizes the measured runs (ab -n N
+ *              with N = req/s x --seconds, at least 5 x -c).
  *  3. rounds   in each round every load setting, and in it every row, gets one measured ab run (rows in reverse
  *              order every other round, settings rotated), so that a noisy minute on the shared host hits all rows
  *              of a comparison alike. Around each run: CPU of tetherd, MariaDB and the web server (/proc), the
@@ -424,9 +424,12 @@ function phase(array $argv): int
             continue;
         }
         run_ab("$url/{$row['page']}", max(300, 2 * $workers), 100, false);
+        // The page is CPU-bound from -c 10 on, so -c 100 runs are sized from the -c 10 calibration (with or without
+        // keep-alive as theirs): a calibration at -c 100 would cost as long as a measured run.
+        $calibrated = [];
         foreach ($settings as $sk => $set) {
-            $cal = run_ab("$url/{$row['page']}", max(100, 5 * $set['c']), $set['c'], $set['k']);
-            $n[$row['key']][$sk] = max(5 * $set['c'], 200, min(100000, (int) round($cal['rps'] * $seconds, -1)));
+            $rps = $calibrated[(int) $set['k']] ??= run_ab("$url/{$row['page']}", 100, min(10, $set['c']), $set['k'])['rps'];
+            $n[$row['key']][$sk] = max(5 * $set['c'], 200, min(100000, (int) round($rps * $seconds, -1)));
         }
     }
     if (!$opt['quick']) {
@@ -547,6 +550,25 @@ function summarize(array $runs, int $clk): array
     ];
 }
 
+/**
+ * cpu_per_request returns the CPU (us) tetherd, MariaDB and the web server spent per request of a row, over all its
+ * runs in all settings of a phase, or null when the row did not run. @return array{tetherd: float, mariadb: float, web: float}|null
+ */
+function cpu_per_request(array $phase, string $key, int $clk): ?array
+{
+    $ticks = ['tetherd' => 0, 'mariadb' => 0, 'web' => 0];
+    $req = 0;
+    foreach ($phase['runs'] as $byRow) {
+        foreach ($byRow[$key] ?? [] as $m) {
+            $req += $m['complete'];
+            foreach ($ticks as $k => $v) {
+                $ticks[$k] = $v + ($m['cpu_ticks'][$k] ?? 0);
+            }
+        }
+    }
+    return $req === 0 ? null : array_map(static fn ($t) => $t / $clk * 1e6 / $req, $ticks);
+}
+
 function report(array $argv): int
 {
     $json = null;
@@ -653,6 +675,27 @@ function report(array $argv): int
                 $out[] = $peaks ? (string) max($peaks) : '-';
             }
             printf("| %s | %s | %s |\n", $appLabel, SERVER_NAMES[$server] ?? $server, implode(' | ', $out));
+        }
+    }
+
+    echo "\nCPU per page, Tether against native: the CPU all three (tetherd, MariaDB, the web server with PHP) spent per "
+        . "request, over every run of the row in all settings, and what Tether changes in each. On this machine the pages "
+        . "are CPU-bound, so this difference is what sets the req/s ratio.\n\n";
+    echo "| page | server | native, us/page | Tether, us/page | difference | tetherd | MariaDB | web+PHP |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
+    foreach (APPS as $app => $appLabel) {
+        foreach ($phases as $server => $p) {
+            $native = cpu_per_request($p, native_of($app), $clk);
+            foreach (ROWS as $row) {
+                if ($row['app'] !== $app || $row['role'] !== 'tether' || $native === null || ($t = cpu_per_request($p, $row['key'], $clk)) === null) {
+                    continue;
+                }
+                $sum = static fn (array $c): float => array_sum($c);
+                $signed = static fn (float $v): string => ($v >= 0 ? '+' : '-') . number_format(abs($v));
+                $d = static fn (string $k): string => $signed($t[$k] - $native[$k]);
+                printf("| %s | %s | %s | %s | %s (%+.1f%%) | %s | %s | %s |\n", $appLabel, SERVER_NAMES[$server] ?? $server,
+                    fmt($sum($native)), fmt($sum($t)), $signed($sum($t) - $sum($native)), 100 * ($sum($t) / $sum($native) - 1),
+                    $d('tetherd'), $d('mariadb'), $d('web'));
+            }
         }
     }
 

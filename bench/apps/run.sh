@@ -16,11 +16,11 @@
 # under var/bench/apps (git-ignored) on loopback: MariaDB (scripts/lib/databases.sh, with userstat on for per-user
 # statement counts) with one database user per way in, WordPress installed into it (bench/apps/setup-wordpress.php)
 # and the Laravel tables (bench/apps/setup-laravel.php), tetherd (socket group www-data), then each web server in
-# turn (PHP as www-data); bench/apps/bench.php checks every page's body once, then loads every row with ab in
+# turn (PHP as www-data); bench/apps/bench.php checks every page's body (twice), then loads every row with ab in
 # interleaved rounds. It prints markdown on stdout (progress on stderr) and stops everything it started (by PID) on
 # exit, whatever happens.
 #
-#   --quick / BENCH_QUICK=1   300 requests per row and setting, one round, no warm-up: proves that the pages,
+#   --quick / BENCH_QUICK=1   200 requests per row and setting, one round, no warm-up: proves that the pages,
 #                             servers and the command work (make test). Fails if any page answers wrong or any
 #                             request fails.
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- app-bench:start --> and <!-- app-bench:end -->
@@ -209,7 +209,14 @@ APACHE_WORKERS=${BENCH_APPS_APACHE_WORKERS:-150}
 DB=$TETHER_DB_NAME
 
 log "app bench: building bin/tetherd"
-go build -o bin/tetherd ./cmd/tetherd
+# Others may be editing tetherd's Go code in this tree meanwhile: a build that fails is tried again, for up to a
+# minute, before the run fails.
+for try in 1 2 3 4; do
+	go build -o bin/tetherd ./cmd/tetherd && break
+	((try < 4)) || die "go build ./cmd/tetherd failed"
+	warn "go build ./cmd/tetherd failed (try $try); trying again in 20 s"
+	sleep 20
+done
 
 # userstat: information_schema.USER_STATISTICS counts statements and connections per database user, so that each
 # row's own statements per page can be read apart from the driver's and the other rows'. Every PHP worker may hold
