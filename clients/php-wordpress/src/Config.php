@@ -48,7 +48,9 @@ final class Config
     /** clientOptions returns the options of the Tether\Client the drop-in uses. */
     public function clientOptions(): array
     {
-        $options = ['timeout' => $this->timeout, 'persistent' => $this->persistent, 'backend' => $this->backend];
+        // time_format sql: DATETIME/TIMESTAMP values as mysqli gives them ("2024-02-29 23:59:59", and MySQL's zero
+        // date "0000-00-00 00:00:00", which WordPress compares with), written by tetherd from the column's type.
+        $options = ['timeout' => $this->timeout, 'persistent' => $this->persistent, 'backend' => $this->backend, 'time_format' => 'sql'];
         if ($this->socket !== null) {
             $options['socket'] = $this->socket;
         }

@@ -9,8 +9,6 @@ use Tether\ColumnarResult;
 use Tether\Connection\CommunicationException;
 use Tether\Connection\UnknownOutcomeException;
 use Tether\Exception\TetherException;
-use Tether\Protocol\Reply;
-use Tether\Protocol\Request;
 use Tether\Server\ServerException;
 use Tether\Transaction;
 use Tether\WordPress\Sql\Statement;
@@ -280,28 +278,14 @@ final class Session
 
             return Result::exec($r->affectedRows, $r->lastInsertId);
         }
-        $columnar = $this->call(fn () => $tx !== null ? self::transactionQueryColumns($tx, $sql) : $this->client->queryColumns($sql), null);
+        $columnar = $this->call(fn () => $tx !== null ? $tx->queryColumns($sql) : $this->client->queryColumns($sql), null);
 
         return Result::rows($columnar->columns(), self::textRows($columnar));
     }
 
     /**
-     * transactionQueryColumns is Transaction::query() answered in column-oriented form, so that column names come
-     * even with no rows. tether-php's Transaction has no queryColumns() yet: this sends the same request its
-     * query() sends, with `columnar`, through its own send().
-     */
-    private static function transactionQueryColumns(Transaction $tx, string $sql): ColumnarResult
-    {
-        $send = \Closure::bind(fn (array $request): array => $this->send($request), $tx, Transaction::class);
-        $reply = $send(Request::statement('query', $sql, [], null, $tx->handle(), null, true));
-
-        return Reply::columns($reply) ?? throw new QueryError('Tether: malformed columnar reply from tetherd to a query in a transaction');
-    }
-
-    /**
-     * textRows turns Tether's typed values into mysqli's text: integers and floats as MySQL prints them, DATETIME
-     * and TIMESTAMP with a space between date and time (Tether sends `YYYY-MM-DDTHH:MM:SS`). Tether's reply does
-     * not carry column types, so a text value of exactly that ISO form is given the space too (see README: limits).
+     * textRows turns Tether's typed values into mysqli's text: integers and floats as MySQL prints them (DATETIME
+     * and TIMESTAMP already come as mysqli gives them: the client asks for time_format sql).
      *
      * @return list<list<?string>>
      */
@@ -312,10 +296,9 @@ final class Session
             return [];
         }
         // By position, not by name: with duplicate column names the values of each still come in order.
-        $data = (fn (): array => $this->data)->call($result);
         $columns = [];
-        foreach ($data as $i => $values) {
-            $columns[$i] = \array_map(self::text(...), $values);
+        foreach (\array_keys($result->columns()) as $i) {
+            $columns[$i] = \array_map(self::text(...), $result->columnAt($i));
         }
         $rows = [];
         for ($r = 0; $r < $count; $r++) {
@@ -332,11 +315,6 @@ final class Session
     private static function text(mixed $value): ?string
     {
         if (\is_string($value)) {
-            if (isset($value[18]) && $value[10] === 'T' && !isset($value[26])
-                && \preg_match('/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?$/', $value)) {
-                $value[10] = ' ';
-            }
-
             return $value;
         }
         if ($value === null) {
