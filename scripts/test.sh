@@ -13,13 +13,16 @@
 #                  emulator, api=http to the test upstream, downapi=http to a closed port)
 #  7. phpunit      the PHP client's suites against it; any skipped, incomplete or risky test fails the run
 #  8. shutdown     SIGTERM tetherd; it must exit 0 within its shutdown grace
-#  9. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
-# 10. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
-# 11. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
+#  9. integrations the framework integrations' PHPUnit suites (clients/php-dbal, clients/php-laravel,
+#                  clients/php-wordpress) running Doctrine DBAL, Illuminate\Database and a real WordPress from
+#                  Debian's packages, each through a tetherd of its own (scripts/integration-test.sh)
+# 10. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
+# 11. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
+# 12. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
 #                  expected and serves ab's load without a failed request (no timing asserted)
-# 12. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
+# 13. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
 #                  E4 (joins: Tether and PDO return the same rows) run end to end (no timing asserted)
-# 13. faults       tests/faults/run.sh --quick: every fault campaign (killed workers, backend restarts, overload,
+# 14. faults       tests/faults/run.sh --quick: every fault campaign (killed workers, backend restarts, overload,
 #                  memory attacks, signals, HTTP escapes, fuzzing) at a small scale; each invariant is judged
 #                  (docs/reliability.md; the full run is `make faults`)
 #
@@ -87,7 +90,7 @@ cleanup() {
 	stop_postgres
 	stop_cassandra
 	if ((rc == 0)); then
-		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, quickstart, the three benchmarks --quick, the fault suite --quick)\n' "$(since "$T_START")"
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, the DBAL, Laravel and WordPress integrations, quickstart, the three benchmarks --quick, the fault suite --quick)\n' "$(since "$T_START")"
 	else
 		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
 			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
@@ -270,6 +273,15 @@ stop_tetherd || tetherd_rc=$?
 rm -f "$TEST_DIR/tetherd.pid"
 
 # --- 9 ---------------------------------------------------------------------------------------------------------
+# Each integration gets databases and a tetherd of its own on the running MariaDB and PostgreSQL.
+step integrations
+for it in dbal laravel wordpress; do
+	bash scripts/integration-test.sh "$it" >"$TEST_DIR/it-$it.log" 2>&1 ||
+		{ tail_file "$TEST_DIR/it-$it.log"; die "the $it integration's tests failed (log: $TEST_DIR/it-$it.log, var/it-$it)"; }
+	grep -E '^(OK|Tests:)' "$TEST_DIR/it-$it.log" | tail -n 1 | sed "s/^/==> php-$it: /" >&2
+done
+
+# --- 10 --------------------------------------------------------------------------------------------------------
 step quickstart
 QS_DIR=$TEST_DIR/quickstart
 mkdir -p "$QS_DIR/var"
@@ -284,7 +296,7 @@ stop_tetherd || tetherd_rc=$?
 ((tetherd_rc == 0)) || { tail_file "$TEST_DIR/tetherd-quickstart.log"; die "tetherd exited $tetherd_rc on SIGTERM (want 0)"; }
 rm -f "$TEST_DIR/tetherd.pid"
 
-# --- 10 --------------------------------------------------------------------------------------------------------
+# --- 11 --------------------------------------------------------------------------------------------------------
 # The benchmark command must keep working; --quick asserts no timings (speed is measured by the full run, never by
 # a test) but runs every row end to end against its own throwaway MariaDB and tetherd.
 step "bench (quick)"
@@ -297,7 +309,7 @@ env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_D
 grep -q '^| Tether point read, PHP client |' "$TEST_DIR/bench-quick.md" ||
 	die "bench/cli/run.sh --quick printed no point-read row (see $TEST_DIR/bench-quick.md)"
 
-# --- 11 --------------------------------------------------------------------------------------------------------
+# --- 12 --------------------------------------------------------------------------------------------------------
 # The web benchmark: its own throwaway servers (databases, pgbouncer, tetherd, Go service, nginx, php-fpm, apache2);
 # it checks each page's body and fails on any failed or non-2xx request; timings are not asserted.
 step "web bench (quick)"
@@ -311,13 +323,13 @@ for server in 'apache2 prefork + mod_php' 'nginx + php-fpm'; do
 		die "bench/web/run.sh --quick printed no results for $server (see $TEST_DIR/web-bench-quick.md)"
 done
 
-# --- 12 --------------------------------------------------------------------------------------------------------
+# --- 13 --------------------------------------------------------------------------------------------------------
 step "fanout bench (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
 	bash bench/fanout/run.sh --quick >"$TEST_DIR/fanout-bench-quick.md" 2>"$TEST_DIR/fanout-bench-quick.log" ||
 	{ tail_file "$TEST_DIR/fanout-bench-quick.log"; die "bench/fanout/run.sh --quick failed"; }
 
-# --- 13 --------------------------------------------------------------------------------------------------------
+# --- 14 --------------------------------------------------------------------------------------------------------
 # The fault suite, small: its own throwaway MariaDB, PostgreSQL, nginx and tetherds; a failed invariant fails.
 step "faults (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
