@@ -11,8 +11,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 PACKAGES=(php8.2-cli php8.2-msgpack php8.2-mysql php8.2-pgsql php8.2-curl php8.2-xml php8.2-mbstring phpunit mariadb-server postgresql
-	# the framework integrations (clients/php-dbal, clients/php-laravel, clients/php-wordpress) test against these
-	php-doctrine-dbal php-laravel-framework wordpress)
+	# the framework integrations (clients/php-dbal, clients/php-laravel, clients/php-wordpress) test against these, and
+	# are installed with composer from path repositories
+	php-doctrine-dbal php-laravel-framework wordpress composer)
 
 apt_install_missing deps "${PACKAGES[@]}"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/integration-test.sh NAME [PHPUNIT ARGS...]: run the PHPUnit suites of clients/php-NAME (a PHP framework
-# integration) against a tetherd of its own on real MariaDB and PostgreSQL (scripts/lib/integration.sh).
+# scripts/integration-test.sh NAME [PHPUNIT ARGS...]: install clients/php-NAME (a PHP framework integration) with
+# Composer from path repositories into a throwaway application, as a user would, then run its PHPUnit suites against
+# a tetherd of its own on real MariaDB and PostgreSQL (scripts/lib/integration.sh).
 #
 # It expects the databases to be running and described by MARIADB_SOCKET, PG_SOCKET_DIR and PG_PORT (make test
 # starts them; for development, scripts/lib/databases.sh's start_mariadb and start_postgres), and bin/tetherd to be
@@ -17,6 +18,56 @@ name=${1:?usage: scripts/integration-test.sh NAME [PHPUNIT ARGS...]}
 shift
 pkg=$ROOT/clients/php-$name
 [[ -r "$pkg/phpunit.xml.dist" ]] || die "no $pkg/phpunit.xml.dist"
+
+# The package must install with Composer from path repositories (no registry is needed), as a user's application
+# takes it: its framework dependencies are Debian's packages here, declared as provided by the application, with
+# the versions Debian installed; then its classes must load through Composer's autoloader.
+composer_check() {
+	local app=$ROOT/var/it-$name/composer-app
+	rm -rf "$app"
+	mkdir -p "$app"
+	local dbal illuminate
+	dbal=$(dpkg-query -W -f='${Version}' php-doctrine-dbal 2>/dev/null | sed 's/[+~-].*//')
+	illuminate=$(dpkg-query -W -f='${Version}' php-laravel-framework 2>/dev/null | sed 's/[+~-].*//')
+	php -r '
+		[, $app, $pkg, $root, $dbal, $illuminate] = $argv;
+		$own = json_decode(file_get_contents("$pkg/composer.json"), true, 512, JSON_THROW_ON_ERROR);
+		$provide = [];
+		foreach (array_keys($own["require"]) as $dep) {
+			if (str_starts_with($dep, "doctrine/")) { $provide[$dep] = $dbal; }
+			if (str_starts_with($dep, "illuminate/")) { $provide[$dep] = $illuminate; }
+		}
+		$app_json = [
+			"name" => "example/app",
+			"repositories" => [["packagist.org" => false], ["type" => "path", "url" => $pkg], ["type" => "path", "url" => "$root/clients/php"]],
+			"minimum-stability" => "dev",
+			"prefer-stable" => true,
+			"require" => [$own["name"] => "*"],
+			"provide" => (object) $provide,
+		];
+		file_put_contents("$app/composer.json", json_encode($app_json, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES));
+	' "$app" "$pkg" "$ROOT" "$dbal" "$illuminate"
+	(cd "$app" && COMPOSER_ALLOW_SUPERUSER=1 COMPOSER_HOME="$app/.composer" composer install --no-interaction --no-progress \
+		>"$app/install.log" 2>&1) || { tail_file "$app/install.log"; die "php-$name: composer could not install it from path repositories"; }
+	# A class of the package's own that needs tether-php and (for DBAL and Laravel) the framework to load.
+	local class
+	case $name in
+	dbal) class='Tether\DBAL\Driver' ;;
+	laravel) class='Tether\Laravel\TetherConnector' ;;
+	wordpress) class='Tether\WordPress\Session' ;;
+	*) die "composer_check: no class to load for $name" ;;
+	esac
+	php -r '
+		[, $app, $class] = $argv;
+		foreach (["/usr/share/php/Doctrine/DBAL/autoload.php", "/usr/share/php/Illuminate/Database/autoload.php"] as $debian) {
+			if (is_file($debian)) { require_once $debian; }
+		}
+		require "$app/vendor/autoload.php";
+		exit(class_exists($class) ? 0 : 1);
+	' "$app" "$class" || die "php-$name: $class does not load through Composer's autoloader"
+	log "php-$name: installed by composer from path repositories; $class loads through its autoloader"
+}
+composer_check
 
 trap 'integration_stop || true' EXIT
 integration_start "$name"
