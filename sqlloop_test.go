@@ -817,3 +817,52 @@ func TestLoopSQL_TransactionEndedBySQL(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopSQL_ProcedureResults: a CALL's one result set is a query's rows; a
+// procedure that returns two is refused by name (unsupported) rather than
+// answered with the first alone, and its writes stand; exec runs it for its
+// effect.
+func TestLoopSQL_ProcedureResults(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		if d.typ != "mysql" {
+			continue // PostgreSQL procedures return no result sets
+		}
+		ts := d.start(t, nil)
+		ctx := context.Background()
+		for _, stmt := range []string{
+			"DROP TABLE IF EXISTS proc_log",
+			"CREATE TABLE proc_log (v INT)",
+			"DROP PROCEDURE IF EXISTS proc_one",
+			"CREATE PROCEDURE proc_one(IN n INT) BEGIN SELECT n AS a, n * 2 AS b; END",
+			"DROP PROCEDURE IF EXISTS proc_two",
+			"CREATE PROCEDURE proc_two(IN n INT) BEGIN INSERT INTO proc_log VALUES (n); SELECT 1 AS x; SELECT 2 AS y; END",
+		} {
+			if _, err := d.watch.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		t.Cleanup(func() {
+			d.watch.ExecContext(ctx, "DROP PROCEDURE IF EXISTS proc_one")
+			d.watch.ExecContext(ctx, "DROP PROCEDURE IF EXISTS proc_two")
+			d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS proc_log")
+		})
+		c := dial(t, ts)
+		rows := c.ok(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: "CALL proc_one(?)", Params: []any{int64(21)}}).Fields["rows"]
+		if fmt.Sprint(rows) != "[[21 42]]" {
+			t.Errorf("CALL proc_one(21): rows %v, want [[21 42]]", rows)
+		}
+		e := errCode(t, c.do(wire.Request{ID: 2, Op: wire.OpQuery, Backend: "db", SQL: "CALL proc_two(?)", Params: []any{int64(7)}}), tether.CodeUnsupported)
+		if msg, _ := e["message"].(string); !strings.Contains(msg, "more than one result set") {
+			t.Errorf("the error does not say why: %q", msg)
+		}
+		c.ok(wire.Request{ID: 3, Op: wire.OpExec, Backend: "db", SQL: "CALL proc_two(?)", Params: []any{int64(8)}})
+		var n int
+		if err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM proc_log").Scan(&n); err != nil || n != 2 {
+			t.Errorf("proc_log holds %d rows (%v), want 2: the procedure ran both times", n, err)
+		}
+		// The connection serves on.
+		if rows := c.ok(wire.Request{ID: 4, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 5"}).Fields["rows"]; fmt.Sprint(rows) != "[[5]]" {
+			t.Errorf("after the procedures: %v", rows)
+		}
+	}
+}

@@ -550,7 +550,8 @@ func (c *conn) prepared(e *expect) {
 }
 
 // onResult decodes a statement's answer: an OK, an ERR, or result sets
-// (the first into the request's sink when rows is set, later ones dropped).
+// (the first into the request's sink when rows is set; a second one with
+// columns makes a query fail with unsupported, and an exec drops them all).
 func (c *conn) onResult(e *expect, p []byte, rows bool) {
 	rs := &c.rs
 	r := e.r
@@ -565,6 +566,13 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 		case 0xff:
 			c.errored(e, p)
 		default:
+			if rows && rs.results > 0 && rs.err == nil {
+				// A procedure's second SELECT: one reply holds one result set,
+				// and dropping the rest would answer less than was asked.
+				rs.err = tether.Errorf(tether.CodeUnsupported, "mysql: the statement returned more than one result set "+
+					"(a procedure's SELECTs), and a query answers one: the statement ran (what it wrote stands) but its "+
+					"results are not returned; make the procedure return one result set, or run it with exec for its effect")
+			}
 			n, _, _ := gomysql.LengthEncodedInt(p)
 			rs.ncols, rs.ci = int(n), 0
 			for len(rs.cols) < rs.ncols {
