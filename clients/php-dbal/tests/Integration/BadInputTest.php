@@ -111,6 +111,34 @@ final class BadInputTest extends IntegrationTestCase
         self::assertSame(0, (int) self::pdo($kind)->query('SELECT COUNT(*) FROM bad_t WHERE id = 2')->fetchColumn());
     }
 
+    /**
+     * Stored procedures on MySQL/MariaDB: one result set comes back as the query's rows; a procedure that returns
+     * two fails, named, with its writes done (tetherd answers one result set per query; the driver sends a CALL as a
+     * query, whichever DBAL method runs it).
+     */
+    public function testStoredProcedures(): void
+    {
+        $pdo = self::pdo('mysql');
+        $pdo->exec('DROP TABLE IF EXISTS bad_proc_log');
+        $pdo->exec('CREATE TABLE bad_proc_log (v INT)');
+        $pdo->exec('DROP PROCEDURE IF EXISTS bad_proc_one');
+        $pdo->exec('CREATE PROCEDURE bad_proc_one(IN n INT) BEGIN SELECT n AS a, n * 2 AS b; END');
+        $pdo->exec('DROP PROCEDURE IF EXISTS bad_proc_two');
+        $pdo->exec('CREATE PROCEDURE bad_proc_two(IN n INT) BEGIN INSERT INTO bad_proc_log VALUES (n); SELECT 1 AS x; SELECT 2 AS y; END');
+        $conn = $this->connect('mysql');
+
+        self::assertSame([['a' => 21, 'b' => 42]], $conn->fetchAllAssociative('CALL bad_proc_one(?)', [21]));
+        $e = self::failure(static fn () => $conn->fetchAllAssociative('CALL bad_proc_two(?)', [7]));
+        self::assertStringContainsString('more than one result set', $e->getMessage());
+        $e = self::failure(static fn () => $conn->executeStatement('CALL bad_proc_two(?)', [8]));
+        self::assertStringContainsString('the statement ran', $e->getMessage());
+        self::assertSame(2, (int) $pdo->query('SELECT COUNT(*) FROM bad_proc_log')->fetchColumn(), 'the procedure ran both times');
+
+        $pdo->exec('DROP PROCEDURE bad_proc_one');
+        $pdo->exec('DROP PROCEDURE bad_proc_two');
+        $pdo->exec('DROP TABLE bad_proc_log');
+    }
+
     private static function failure(callable $fn): DriverException
     {
         try {

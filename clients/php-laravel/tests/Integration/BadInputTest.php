@@ -59,6 +59,34 @@ final class BadInputTest extends TestCase
         self::assertSame([1], \array_map('intval', $db->table('bad_sp')->pluck('id')->all()));
     }
 
+    /**
+     * Stored procedures on MySQL/MariaDB: DB::select of a CALL that returns one result set gives its rows; one that
+     * returns two fails, named, and its writes are done (tetherd answers one result set per query).
+     */
+    public function testStoredProcedures(): void
+    {
+        $pdo = Databases::direct(Databases::MYSQL);
+        $pdo->exec('DROP TABLE IF EXISTS bad_proc_log');
+        $pdo->exec('CREATE TABLE bad_proc_log (v INT)');
+        $pdo->exec('DROP PROCEDURE IF EXISTS bad_proc_one');
+        $pdo->exec('CREATE PROCEDURE bad_proc_one(IN n INT) BEGIN SELECT n AS a, n * 2 AS b; END');
+        $pdo->exec('DROP PROCEDURE IF EXISTS bad_proc_two');
+        $pdo->exec('CREATE PROCEDURE bad_proc_two(IN n INT) BEGIN INSERT INTO bad_proc_log VALUES (n); SELECT 1 AS x; SELECT 2 AS y; END');
+        $db = $this->connect(Databases::MYSQL);
+
+        $rows = $db->select('CALL bad_proc_one(?)', [21]);
+        self::assertSame([['a' => 21, 'b' => 42]], \array_map(static fn (object $r): array => (array) $r, $rows));
+        $e = self::failure(static fn () => $db->select('CALL bad_proc_two(?)', [7]));
+        self::assertStringContainsString('more than one result set', $e->getMessage());
+        self::assertSame('CALL bad_proc_two(?)', $e->getSql());
+        self::assertSame(1, (int) $pdo->query('SELECT COUNT(*) FROM bad_proc_log')->fetchColumn(), 'the procedure ran');
+        self::assertSame(1, (int) $db->selectOne('select 1 as one')->one, 'the connection serves on');
+
+        $pdo->exec('DROP PROCEDURE bad_proc_one');
+        $pdo->exec('DROP PROCEDURE bad_proc_two');
+        $pdo->exec('DROP TABLE bad_proc_log');
+    }
+
     public function testLockTablesIsRefusedOnMysql(): void
     {
         $db = $this->connect(Databases::MYSQL);
