@@ -72,7 +72,7 @@
 // Lexing: -- comments (MySQL: "-- " only, so 1--1 is arithmetic), # (MySQL
 // only), /* */ (nested in PostgreSQL), MySQL's /*! */ and MariaDB's /*M! */
 // executable comments whose content is lexed as SQL, strings with MySQL
-// backslash escapes, PostgreSQL standard strings, E'' strings, $$ and
+// backslash escapes, PostgreSQL standard strings, E'...' strings, $$ and
 // $tag$ dollar quoting, `x` and "x" identifiers with doubled-quote escapes,
 // U&"x". Keywords inside strings, comments and quoted identifiers, or after
 // a dot (t.from), never count. Anything unterminated makes the statement

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sqltables_test
+
+const raceEnabled = false
