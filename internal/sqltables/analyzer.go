@@ -136,6 +136,8 @@ type Analyzer struct {
 	prevTable        bool // the previous token ended a table name
 	newTable         bool // this token ended a table name
 	pending          paren
+	noArgs           bool // the call being opened is volatile without arguments
+	noArgsWhy        string
 	statements       int
 	combined         Kind
 	combinedReadOnly bool
@@ -237,6 +239,7 @@ func (a *Analyzer) start(d Dialect, sql string) {
 	a.prevKw, a.prev2Kw = kwNone, kwNone
 	a.prevTable, a.newTable = false, false
 	a.pending = pNone
+	a.noArgs = false
 	a.statements = 0
 	a.combined = Other
 }
@@ -448,6 +451,10 @@ func (a *Analyzer) open(lv *level) {
 	switch {
 	case p == pFunc:
 		nl = level{stmt: sFunc}
+		if a.noArgs && a.peekPunct(')') {
+			a.uncacheable(a.noArgsWhy)
+		}
+		a.noArgs = false
 	case p == pList:
 		nl = level{stmt: sList}
 	case lv.expect == eTable || lv.expect == eTarget:
@@ -501,7 +508,9 @@ func (a *Analyzer) word(t token, lv *level) (kw keyword, stop bool) {
 		}
 	}
 	if lv.expect == eTable || lv.expect == eTarget {
-		if wi.kw == kwModifier || wi.kw == kwInto && lv.expect == eTarget {
+		switch {
+		case wi.kw == kwModifier && a.mysql && lv.expect == eTarget, wi.kw == kwInto && lv.expect == eTarget,
+			wi.kw == kwOnly && !a.mysql, wi.kw == kwLateral && lv.expect == eTable:
 			return wi.kw, false
 		}
 		if t.kind == tQuoted || !wi.reserved {
@@ -548,6 +557,8 @@ func (a *Analyzer) call(t token, wi *wordInfo, qual token) {
 	}
 	switch wi.fn {
 	case fnSafe:
+		a.noArgs = wi.noArgs
+		a.noArgsWhy = wi.reason
 		return
 	case fnVolatile:
 		a.uncacheable(wi.reason)

@@ -52,6 +52,24 @@ func (l *lexer) next() token {
 	for l.pos < len(s) {
 		i := l.pos
 		c := s[i]
+		// The common bytes first, by table.
+		switch class[c] {
+		case cSpace:
+			l.pos++
+			continue
+		case cWord:
+			if l.mysql || c != 'E' && c != 'e' && c != 'U' && c != 'u' {
+				j := i + 1
+				for j < len(s) && class[s[j]] >= cWord {
+					j++
+				}
+				l.pos = j
+				return token{kind: tWord, pos: i, end: j}
+			}
+		case cPunct:
+			l.pos++
+			return token{kind: tPunct, c: c, pos: i, end: i + 1}
+		}
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			l.pos++
@@ -251,6 +269,34 @@ func (l *lexer) variable(i int) token {
 	l.pos = j
 	return token{kind: tVar, pos: i, end: j}
 }
+
+// Byte classes: cPunct bytes are always a token of their own; cWord and
+// cDigit bytes continue an identifier ('$' too).
+const (
+	cOther = iota
+	cSpace
+	cPunct
+	cWord
+	cDigit
+)
+
+var class = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch b := byte(c); {
+		case b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v':
+			t[c] = cSpace
+		case b >= '0' && b <= '9', b == '$':
+			t[c] = cDigit
+		case isIdentStart(b):
+			t[c] = cWord
+		case b == '(' || b == ')' || b == ',' || b == '.' || b == '=' || b == ';' || b == '<' || b == '>' ||
+			b == '+' || b == '%' || b == '!' || b == '|' || b == '&' || b == '^' || b == '~' || b == '[' ||
+			b == ']' || b == '{' || b == '}':
+			t[c] = cPunct
+		}
+	}
+	return t
+}()
 
 func isIdentStart(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= 0x80

@@ -1,5 +1,7 @@
 package sqltables
 
+import "strings"
+
 // This file holds the statements that are not queries or DML: DDL, LOAD,
 // COPY, EXPLAIN, SHOW and the statements that touch no table.
 
@@ -45,6 +47,17 @@ func (a *Analyzer) statementHead(t token, wi *wordInfo, lv *level) (stop bool) {
 		a.kind = Write
 		a.load()
 		return true
+	case kwRefresh:
+		if !a.mysql && a.objectWord(false) == kwView {
+			// REFRESH MATERIALIZED VIEW [CONCURRENTLY] v
+			a.kind = Write
+			if t := a.peek(); t.kind == tWord && strings.EqualFold(a.text(t), "concurrently") {
+				a.next()
+			}
+			a.addName()
+			a.skipRest()
+			return true
+		}
 	case kwCopy:
 		if !a.mysql {
 			return a.copy()
@@ -195,7 +208,7 @@ func (a *Analyzer) readName() (schema, name token, ok bool) {
 			return schema, name, false
 		}
 		wi := lookup(a.text(t))
-		if wi.kw == kwModifier {
+		if wi.kw == kwOnly && !a.mysql {
 			a.next()
 			continue
 		}

@@ -28,8 +28,10 @@ const (
 	kwNot
 	kwDistinct
 	kwRecursive
-	kwModifier // LOW_PRIORITY, IGNORE, ONLY, LATERAL ...: skipped where a table name is expected
-	kwEndFrom  // WHERE, GROUP, ORDER, LIMIT, UNION ...: end a table list
+	kwModifier // MySQL's LOW_PRIORITY, IGNORE ...: skipped before the table of INSERT, UPDATE, DELETE
+	kwOnly     // PostgreSQL's ONLY t
+	kwLateral
+	kwEndFrom // WHERE, GROUP, ORDER, LIMIT, UNION ...: end a table list
 	kwCalcFoundRows
 	kwNext
 	kwIf
@@ -59,6 +61,7 @@ const (
 	kwShare
 	kwIn
 	kwValue
+	kwRefresh
 )
 
 // fnClass says what calling a function means for a cache.
@@ -88,6 +91,7 @@ type wordInfo struct {
 	bare     bare
 	reserved bool // cannot be an unquoted table name
 	nofn     bool // "word (" is not a function call
+	noArgs   bool // volatile when called without arguments: UNIX_TIMESTAMP()
 	reason   string
 }
 
@@ -102,23 +106,73 @@ func word(name string) *wordInfo {
 	return w
 }
 
-// lookup returns what is known of the word w, without allocating.
+// lookup returns what is known of the word w, case-insensitively, without
+// allocating: an open-addressing table probed with an FNV-1a hash of the
+// upper-cased word (a Go map would need the upper-cased copy first, and
+// cost twice as much).
 func lookup(w string) *wordInfo {
-	var buf [32]byte
-	if len(w) > len(buf) {
+	if len(w) > maxWordLen {
 		return &noWord
 	}
+	h := uint32(2166136261)
 	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
+		h = (h ^ uint32(upper(w[i]))) * 16777619
+	}
+	for i := h & slotMask; ; i = (i + 1) & slotMask {
+		s := &slots[i]
+		if s.info == nil {
+			return &noWord
 		}
-		buf[i] = c
+		if len(s.name) == len(w) && equalUpper(s.name, w) {
+			return s.info
+		}
 	}
-	if wi := words[string(buf[:len(w)])]; wi != nil {
-		return wi
+}
+
+func upper(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - ('a' - 'A')
 	}
-	return &noWord
+	return c
+}
+
+// equalUpper reports whether w upper-cased is u.
+func equalUpper(u, w string) bool {
+	for i := 0; i < len(w); i++ {
+		if upper(w[i]) != u[i] {
+			return false
+		}
+	}
+	return true
+}
+
+const slotMask = 1<<11 - 1
+
+var (
+	slots [slotMask + 1]struct {
+		name string
+		info *wordInfo
+	}
+	maxWordLen int
+)
+
+// index fills slots from words.
+func index() {
+	for name, info := range words {
+		h := uint32(2166136261)
+		for i := 0; i < len(name); i++ {
+			h = (h ^ uint32(name[i])) * 16777619
+		}
+		i := h & slotMask
+		for slots[i].info != nil {
+			i = (i + 1) & slotMask
+		}
+		slots[i].name, slots[i].info = name, info
+		maxWordLen = max(maxWordLen, len(name))
+	}
+	if len(words) > len(slots)/2 {
+		panic("sqltables: too many words for the lookup table")
+	}
 }
 
 var noWord wordInfo
@@ -146,7 +200,10 @@ func init() {
 		kwNot:           "NOT",
 		kwDistinct:      "DISTINCT",
 		kwRecursive:     "RECURSIVE",
-		kwModifier:      "LOW_PRIORITY DELAYED HIGH_PRIORITY IGNORE QUICK ONLY LATERAL",
+		kwModifier:      "LOW_PRIORITY DELAYED HIGH_PRIORITY IGNORE QUICK",
+		kwOnly:          "ONLY",
+		kwLateral:       "LATERAL",
+		kwRefresh:       "REFRESH",
 		kwEndFrom:       "WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW UNION EXCEPT INTERSECT RETURNING PROCEDURE QUALIFY",
 		kwCalcFoundRows: "SQL_CALC_FOUND_ROWS",
 		kwNext:          "NEXT PREVIOUS",
@@ -202,7 +259,7 @@ func init() {
 		"UNIQUE REFERENCES CHECK DEFAULT CONSTRAINT FOREIGN TABLE DO CONFLICT ONLY INTERVAL MATERIALIZED " +
 		"COLLATE REGEXP RLIKE DIV XOR TABLESAMPLE USE FORCE IGNORE FOR ORDINALITY RECURSIVE WITH SETS ESCAPE " +
 		"OF SIMILAR TO AT RETURN STRAIGHT_JOIN ELSEIF UPDATE DELETE MERGE MATCHED BOTH LEADING " +
-		"TRAILING") {
+		"TRAILING REPEATABLE COLUMNS PATH NESTED GROUP") {
 		word(n).nofn = true
 	}
 	// Built-in functions and type names that read no table and return the
@@ -211,6 +268,9 @@ func init() {
 	for _, n := range strings.Fields(safeFuncs) {
 		word(n).fn = fnSafe
 	}
+	// UNIX_TIMESTAMP(d) depends on d and the session's time zone only.
+	word("UNIX_TIMESTAMP").noArgs = true
+	word("UNIX_TIMESTAMP").reason = "calls UNIX_TIMESTAMP() without arguments"
 	for _, n := range strings.Fields(volatileFuncs) {
 		w := word(n)
 		w.fn = fnVolatile
@@ -236,6 +296,7 @@ func init() {
 			w.reason = "uses " + n + ", whose value is not a function of the tables read"
 		}
 	}
+	index()
 }
 
 // safeFuncs are built-in functions of MySQL/MariaDB and PostgreSQL (and type
@@ -272,14 +333,14 @@ PHRASETO_TSQUERY WEBSEARCH_TO_TSQUERY TS_RANK TS_RANK_CD TS_HEADLINE SETWEIGHT S
 NETWORK BROADCAST FAMILY ABBREV HSTORE AKEYS AVALS SKEYS SVALS EXIST DEFINED XMLELEMENT XMLFOREST XMLAGG
 XMLCONCAT XPATH ASCII_STR CONCAT_OP UNACCENT SIMILARITY WORD_SIMILARITY LEVENSHTEIN SOUNDEX DIFFERENCE
 METAPHONE DMETAPHONE INET INET_MERGE TIMEZONE SUBSTRB TO_ASCII BIT_COUNT GET_BIT GET_BYTE SET_BIT SET_BYTE
-ISOYEAR EPOCH NORMALIZE IS_NORMALIZED ERF ERFC
+ISOYEAR EPOCH NORMALIZE IS_NORMALIZED ERF ERFC BERNOULLI SYSTEM UNIX_TIMESTAMP
 `
 
 // volatileFuncs return what no table determines: time, randomness, the
 // session or connection, sequences, sleeps, configuration.
 const volatileFuncs = `
 NOW SYSDATE CURDATE CURTIME CURRENT_TIMESTAMP CURRENT_DATE CURRENT_TIME LOCALTIME LOCALTIMESTAMP
-UTC_TIMESTAMP UTC_DATE UTC_TIME UNIX_TIMESTAMP RAND RANDOM_BYTES UUID UUID_SHORT SYS_GUID CONNECTION_ID
+UTC_TIMESTAMP UTC_DATE UTC_TIME RAND RANDOM_BYTES UUID UUID_SHORT SYS_GUID CONNECTION_ID
 LAST_INSERT_ID FOUND_ROWS ROW_COUNT USER CURRENT_USER SESSION_USER SYSTEM_USER DATABASE SCHEMA
 CURRENT_ROLE SLEEP BENCHMARK LOAD_FILE MASTER_POS_WAIT SOURCE_POS_WAIT MASTER_GTID_WAIT WAIT_FOR_EXECUTED_GTID_SET
 NEXTVAL LASTVAL SETVAL CURRVAL LAST_VALUE_SEQ VERSION PASSWORD ENCRYPT GET_FORMAT ICU_VERSION
