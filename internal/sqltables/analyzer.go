@@ -605,8 +605,8 @@ func (a *Analyzer) keyword(wi *wordInfo, lv *level) {
 			lv.expect = eTable
 		}
 	case kwUsing:
-		switch lv.stmt {
-		case sDelete:
+		switch {
+		case lv.stmt == sDelete && !a.peekPunct('('): // not JOIN ... USING (col)
 			// PostgreSQL's DELETE ... USING lists tables it reads;
 			// MySQL's lists the tables of the join it deletes from.
 			if !a.mysql {
@@ -614,7 +614,7 @@ func (a *Analyzer) keyword(wi *wordInfo, lv *level) {
 			}
 			lv.from = true
 			lv.expect = eTable
-		case sMerge:
+		case lv.stmt == sMerge:
 			lv.write = false
 			lv.expect = eTable
 		}

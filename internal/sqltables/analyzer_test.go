@@ -204,6 +204,8 @@ var cases = []testCase{
 	{"DeleteModifiers", my, "DELETE LOW_PRIORITY QUICK IGNORE FROM t ORDER BY id LIMIT 10", writes("t")},
 	{"DeleteMulti", my, "DELETE t1 FROM t1 LEFT JOIN t2 ON t1.id = t2.id WHERE t2.id IS NULL", writes("t1", "t2")},
 	{"DeleteMultiUsing", my, "DELETE FROM t1, t2 USING t1 JOIN t2 JOIN t3 WHERE t1.id = t2.id", writes("t1", "t2", "t3")},
+	{"DeleteJoinUsingColumns", my, "DELETE o1 FROM wp_options AS o1 JOIN wp_options AS o2 USING (`option_name`) WHERE o2.option_id > o1.option_id", writes("o1", "wp_options")},
+	{"MergeUsingSubquery", pg, "MERGE INTO t USING (SELECT * FROM s) AS x ON t.id = x.id WHEN MATCHED THEN DELETE", writes("t")},
 	{"DeleteUsingPG", pg, "DELETE FROM t USING u WHERE t.id = u.id", writes("t")},
 	{"DeleteSubquery", my, "DELETE FROM t WHERE a IN (SELECT a FROM u)", writes("t")},
 	{"Merge", pg, "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET a = s.a WHEN NOT MATCHED THEN INSERT (id, a) VALUES (s.id, s.a)", writes("t")},

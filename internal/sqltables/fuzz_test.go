@@ -15,10 +15,17 @@ var openers = map[sqltables.Dialect][]string{
 	pg: {"'", `"`, "/*", "/* /* */", "$$", "$t$", "E'", `E'\'`, "U&'", `U&"`},
 }
 
+// comments are prefixes that must not change an analysis.
+var comments = map[sqltables.Dialect][]string{
+	my: {"/* FROM evil; DELETE FROM x */ ", "-- FROM evil, (\n", "# DELETE FROM x\n", "/*!*/ \t/**/\r\n"},
+	pg: {"/* FROM evil /* DELETE FROM x */ */ ", "--FROM evil, (\n", "\t/**/\r\n"},
+}
+
 // FuzzAnalyze checks, for any input: no panic; the Info's invariants; a
-// reused Analyzer answers as Analyze does; and an input the analysis is
-// Certain of stops being so once an unterminated string, identifier or
-// comment follows it.
+// reused Analyzer answers as Analyze does; a leading comment changes
+// nothing, nor does a trailing one after a Certain input; and an input the
+// analysis is Certain of stops being so once an unterminated string,
+// identifier or comment follows it.
 func FuzzAnalyze(f *testing.F) {
 	for _, tc := range cases {
 		f.Add(tc.d == pg, tc.sql)
@@ -34,13 +41,20 @@ func FuzzAnalyze(f *testing.F) {
 		}
 		info := sqltables.Analyze(d, sql)
 		checkInfo(t, sql, info)
-		again := a.Analyze(d, sql)
-		if again.Kind != info.Kind || !slices.Equal(again.Tables, info.Tables) || again.Certain != info.Certain ||
-			again.Cacheable != info.Cacheable || again.Reason != info.Reason || again.Temporary != info.Temporary {
+		if again := a.Analyze(d, sql); !sameInfo(again, info) {
 			t.Fatalf("Analyzer.Analyze(%q) = %+v, Analyze = %+v", sql, again, info)
+		}
+		// Comments change nothing, whatever the SQL in them.
+		for _, c := range comments[d] {
+			if got := sqltables.Analyze(d, c+sql); !sameInfo(got, info) {
+				t.Fatalf("Analyze(%q) = %+v, Analyze(%q) = %+v", c+sql, got, sql, info)
+			}
 		}
 		if !info.Certain {
 			return
+		}
+		if s := sql + "\n-- FROM evil; DELETE FROM x"; !sameInfo(sqltables.Analyze(d, s), info) {
+			t.Fatalf("Analyze(%q) = %+v, Analyze(%q) = %+v", s, sqltables.Analyze(d, s), sql, info)
 		}
 		for _, o := range openers[d] {
 			// The newline ends a line comment the input may end in.
@@ -50,6 +64,11 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 	})
+}
+
+func sameInfo(a, b sqltables.Info) bool {
+	return a.Kind == b.Kind && slices.Equal(a.Tables, b.Tables) && a.Certain == b.Certain &&
+		a.Cacheable == b.Cacheable && a.Reason == b.Reason && a.Temporary == b.Temporary
 }
 
 func checkInfo(t *testing.T, sql string, info sqltables.Info) {
