@@ -20,7 +20,17 @@ import (
 type Config struct {
 	Server   ServerConfig             `toml:"server"`
 	Log      LogConfig                `toml:"log"`
+	Cache    CacheConfig              `toml:"cache"`
 	Backends map[string]BackendConfig `toml:"backends"`
+}
+
+// CacheConfig sizes the shared result cache (docs/operations.md, "Result
+// cache"): the results of queries that ask for it (cache_ttl_ms), kept until
+// their TTL runs out or a write through tetherd makes them stale.
+type CacheConfig struct {
+	MaxBytes      int64 `toml:"max_bytes"`       // memory for cached results, keys and bookkeeping; 0 turns caching off
+	MaxEntryBytes int   `toml:"max_entry_bytes"` // a larger result is not cached
+	Merge         bool  `toml:"merge"`           // identical cacheable reads in flight at once run once
 }
 
 // ServerConfig is the client-facing side of tetherd.
@@ -122,7 +132,8 @@ func DefaultConfig() Config {
 			ClientFrameTimeout:   Duration(10 * time.Second),
 			MaxMemoryBytes:       1 << 30,
 		},
-		Log: LogConfig{Level: "info", Format: "text"},
+		Log:   LogConfig{Level: "info", Format: "text"},
+		Cache: CacheConfig{MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20, Merge: true},
 		Backends: map[string]BackendConfig{
 			"main": DefaultBackendConfig("sqlite", DefaultSQLitePath),
 		},
@@ -154,14 +165,15 @@ func ParseConfig(r io.Reader) (Config, error) {
 	var raw struct {
 		Server   ServerConfig              `toml:"server"`
 		Log      LogConfig                 `toml:"log"`
+		Cache    CacheConfig               `toml:"cache"`
 		Backends map[string]toml.Primitive `toml:"backends"`
 	}
-	raw.Server, raw.Log = cfg.Server, cfg.Log
+	raw.Server, raw.Log, raw.Cache = cfg.Server, cfg.Log, cfg.Cache
 	md, err := toml.NewDecoder(r).Decode(&raw)
 	if err != nil {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
-	cfg.Server, cfg.Log = raw.Server, raw.Log
+	cfg.Server, cfg.Log, cfg.Cache = raw.Server, raw.Log, raw.Cache
 	if len(raw.Backends) > 0 {
 		cfg.Backends = make(map[string]BackendConfig, len(raw.Backends))
 	}
@@ -233,6 +245,11 @@ func (c *Config) Validate() error {
 		if !isLoopbackAddr(s.TCPListen) {
 			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address")
 		}
+	}
+	if cc := c.Cache; cc.MaxBytes < 0 {
+		bad("cache.max_bytes", cc.MaxBytes, "must not be negative (0 turns caching off)")
+	} else if cc.MaxBytes > 0 && (cc.MaxEntryBytes < 1 || int64(cc.MaxEntryBytes) > cc.MaxBytes) {
+		bad("cache.max_entry_bytes", cc.MaxEntryBytes, "must be between 1 and cache.max_bytes (%d)", cc.MaxBytes)
 	}
 	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
 		bad("server.max_frame_bytes", s.MaxFrameBytes, "must be between 1024 and 1073741824")

@@ -83,6 +83,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"DefaultBackendMissing", func(c *tether.Config) { c.Server.DefaultBackend = "nope" }, "server.default_backend", "nope"},
 		{"TinyFrames", func(c *tether.Config) { c.Server.MaxFrameBytes = 10 }, "server.max_frame_bytes", "10"},
 		{"BadLogLevel", func(c *tether.Config) { c.Log.Level = "loud" }, "log.level", "loud"},
+		{"NegativeCache", func(c *tether.Config) { c.Cache.MaxBytes = -1 }, "cache.max_bytes", "-1"},
+		{"CacheEntryOverCache", func(c *tether.Config) { c.Cache.MaxBytes, c.Cache.MaxEntryBytes = 1024, 2048 }, "cache.max_entry_bytes", "2048"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

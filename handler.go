@@ -431,6 +431,7 @@ func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Tim
 	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
+	s.noteWrite(t.name, r.Op, r.SQL)
 	s.logFailure(r, err)
 	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r, res, err) })
 }
@@ -576,7 +577,10 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 				q.Deadline = deadline
 			}
 			b.out[i].q, b.out[i].enc = q, enc
-			q.Done = func(*loopsql.Request) { b.done() }
+			q.Done = func(*loopsql.Request) {
+				s.noteWrite(t.name, op.Op, op.SQL)
+				b.done()
+			}
 			lb.Submit(q)
 			continue
 		}
@@ -589,6 +593,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 			}
 			res, err := s.execute(octx, t, nil, op)
 			b.out[i].res, b.out[i].err = res, classify(octx, err)
+			s.noteWrite(t.name, op.Op, op.SQL)
 			b.done()
 		})
 	}

@@ -38,7 +38,9 @@ import (
 
 const (
 	clientSweepPeriod = 250 * time.Millisecond
-	preAuthTimeout    = 10 * time.Second
+	// cacheSweepEvery is how often the result cache drops what expired.
+	cacheSweepEvery = 5 * time.Second
+	preAuthTimeout  = 10 * time.Second
 	// memorySlack is kept below max_memory_bytes when closing connections
 	// to get back under it.
 	memorySlack = 0.9
@@ -87,7 +89,7 @@ func (s *Server) startSweeper() {
 		defer close(s.sweepDone)
 		t := time.NewTicker(clientSweepPeriod)
 		defer t.Stop()
-		var returned time.Time
+		var returned, cacheSwept time.Time
 		var dropped int64 // connection buffers let go of since memory was last returned
 		for {
 			select {
@@ -95,6 +97,10 @@ func (s *Server) startSweeper() {
 				return
 			case <-t.C:
 				s.loop.Post(s.sweepClients)
+				if s.cache != nil && time.Since(cacheSwept) >= cacheSweepEvery {
+					s.cache.Sweep() // expired results, and tables no result reads any more
+					cacheSwept = time.Now()
+				}
 				dropped += s.loop.TakeDropped()
 				if time.Since(returned) >= returnMemoryEvery && (dropped > returnMemoryAt || heapFreeBytes() > returnMemoryAt) &&
 					s.freeing.CompareAndSwap(false, true) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
+	"github.com/tether-php/tether/internal/resultcache"
 )
 
 // Server is tetherd: it owns the backends, the listeners and the event loop,
@@ -69,6 +70,12 @@ type Server struct {
 	reaperDone chan struct{}
 
 	tcpAddr string // the TCP listener's address, once listening
+
+	// The shared result cache (cache.go), nil when off; cacheUsed says, per
+	// backend, whether a query has asked for it yet (until then, writes have
+	// nothing to drop, and their text is not looked at).
+	cache     *resultcache.Cache
+	cacheUsed map[string]*atomic.Bool
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.
@@ -80,8 +87,13 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	if log == nil {
 		log = slog.Default()
 	}
+	cacheUsed := make(map[string]*atomic.Bool, len(backends))
+	for name := range backends {
+		cacheUsed[name] = new(atomic.Bool)
+	}
 	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
-		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano()}
+		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano(),
+		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), cacheUsed: cacheUsed}
 }
 
 // Open starts the event loop, connects every backend (those driven by the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tether-php/tether/backend/loopsql"
+	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -56,6 +57,9 @@ type sqlCall struct {
 	enc *wire.ResultEncoder
 	be  string   // the backend's name, for logs
 	tx  *txState // set for a statement, commit or rollback of a transaction
+	// ticket, for a query that leads a cached read (cache.go): its outcome
+	// goes to the cache and the reads that wait on it.
+	ticket *resultcache.Ticket
 }
 
 // maxFreeCalls bounds the calls kept for reuse.
@@ -97,6 +101,18 @@ func (s *Server) callDone(q *loopsql.Request) {
 		}
 	}
 	s.logSQLFailure(c.op, c.be, q.Err)
+	// The cache hears of a write before its client does (so that the client
+	// reads its own writes), and of a leading read's outcome.
+	switch {
+	case c.ticket != nil:
+		s.completeCachedRead(c)
+	case c.tx != nil:
+		if c.op == wire.OpQuery || c.op == wire.OpExec {
+			c.tx.noteStatement(c.op, c.q.SQL)
+		}
+	default:
+		s.noteWrite(c.be, c.op, c.q.SQL)
+	}
 	s.replyNow(c.ss, func(b []byte) []byte {
 		if q.Err == nil && (c.op == wire.OpCommit || c.op == wire.OpRollback) {
 			return wire.AppendOK(b, c.h)
@@ -138,6 +154,14 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.B
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
+	if r.CacheTTLMS > 0 && s.runCachedQuery(ss, r, t, lb) {
+		return
+	}
+	s.runLoopSQLUncached(ss, r, t, lb)
+}
+
+// runLoopSQLUncached runs a query or exec on a loop backend, past the cache.
+func (s *Server) runLoopSQLUncached(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
 	c := s.newCall(ss, r, t.name)
 	c.q.Client = ss.sqlClient(t.name)
 	s.inflight.Add(1)

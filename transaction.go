@@ -5,9 +5,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-php/tether/backend/loopsql"
+	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -31,6 +33,16 @@ type txState struct {
 	running  bool
 	lastUsed time.Time
 	ended    *Error // set once the transaction is over; later ops get it
+	// wrote: a statement of it may have written, so its end drops its
+	// backend's cached results (cache.go).
+	wrote atomic.Bool
+}
+
+// noteStatement records that a statement of t may have written.
+func (t *txState) noteStatement(op wire.Op, sql string) {
+	if !t.wrote.Load() && mayWrite(op, sql) {
+		t.wrote.Store(true)
+	}
 }
 
 // submit queues op to run after every op submitted before it. The server's
@@ -137,6 +149,9 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 			})
 		default:
 			res, err := s.execute(ctx, target{}, t.tx, &req)
+			if req.Op == wire.OpQuery || req.Op == wire.OpExec {
+				t.noteStatement(req.Op, req.SQL)
+			}
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
 			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, &req, res, err) })
@@ -147,6 +162,11 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 // endTx forgets a finished transaction. why, when not nil, is remembered for
 // the owner's later requests on the handle.
 func (s *Server) endTx(t *txState, why *Error) {
+	// Committed (or rolled back: MySQL's DDL commits on its own) before its
+	// client hears of it: its backend's cached results go.
+	if used := s.cacheUsed[t.backend]; s.cache != nil && t.wrote.Load() && used != nil && used.Load() {
+		s.cache.InvalidateBackend(t.backend, resultcache.CauseTxCommit)
+	}
 	t.mu.Lock()
 	if t.ended == nil {
 		t.ended = why

@@ -211,8 +211,15 @@ func (e *ResultEncoder) Rows() int { return e.nrows }
 // AppendReply appends the whole reply: the head, the columns and the rows (or
 // count and data, columnar).
 func (e *ResultEncoder) AppendReply(b []byte) []byte {
+	return e.AppendBody(e.head.open(b, resultFields(e.columnar)))
+}
+
+// AppendBody appends the reply AppendReply appends without its head (the
+// map header and id): "columns" and its array, then "rows" and its array, or
+// "count", "data" and its arrays (columnar). AppendCachedResult writes it
+// again under another head: what a result cache stores.
+func (e *ResultEncoder) AppendBody(b []byte) []byte {
 	if e.columnar {
-		b = e.head.open(b, 3)
 		b = e.appendNames(b)
 		b = msgp.AppendString(b, "count")
 		b = msgp.AppendUint32(b, uint32(e.nrows))
@@ -224,11 +231,25 @@ func (e *ResultEncoder) AppendReply(b []byte) []byte {
 		}
 		return b
 	}
-	b = e.head.open(b, 2)
 	b = e.appendNames(b)
 	b = msgp.AppendString(b, "rows")
 	b = msgp.AppendArrayHeader(b, uint32(e.nrows))
 	return append(b, e.rows...)
+}
+
+// AppendCachedResult appends, under head h, a result whose body
+// (*ResultEncoder).AppendBody wrote for the same form (columnar or not): the
+// bytes AppendReply writes for that result and head.
+func AppendCachedResult(b []byte, h Head, columnar bool, body []byte) []byte {
+	return append(h.open(b, resultFields(columnar)), body...)
+}
+
+// resultFields is the number of a result reply's fields, its head aside.
+func resultFields(columnar bool) uint32 {
+	if columnar {
+		return 3
+	}
+	return 2
 }
 
 func (e *ResultEncoder) appendNames(b []byte) []byte {

@@ -152,6 +152,11 @@ type Request struct {
 	// form (one array per column); join results always are.
 	Columnar bool
 
+	// CacheTTLMS, when positive, lets a query's result be answered from
+	// tetherd's result cache and stored there for at most this many
+	// milliseconds (docs/operations.md, "Result cache").
+	CacheTTLMS int64
+
 	// TimeFormat is how a query's DATETIME and TIMESTAMP values are written:
 	// TimeFormatISO ("", the default) or TimeFormatSQL. Other values are
 	// bad_request.
@@ -204,6 +209,9 @@ const (
 	// PostgreSQL timestamp with time zone, which tetherd reads in UTC).
 	TimeFormatSQL = "sql"
 )
+
+// MaxCacheTTLMS bounds cache_ttl_ms: a day.
+const MaxCacheTTLMS = 24 * 60 * 60 * 1000
 
 // MaxBatchOps bounds the operations of one batch.
 const MaxBatchOps = 1024
@@ -504,6 +512,13 @@ func (r *Request) decodeField(key []byte, bp *[]byte, depth int, fail func(strin
 		r.Columnar, b, err = msgp.ReadBoolBytes(b)
 		if err != nil {
 			fail("columnar", err)
+		}
+	case "cache_ttl_ms":
+		r.CacheTTLMS, b, err = msgp.ReadInt64Bytes(b)
+		if err != nil {
+			fail("cache_ttl_ms", err)
+		} else if r.CacheTTLMS < 0 || r.CacheTTLMS > MaxCacheTTLMS {
+			fail("cache_ttl_ms", fmt.Errorf("must be between 0 and %d (a day), got %d", MaxCacheTTLMS, r.CacheTTLMS))
 		}
 	case "time_format":
 		r.TimeFormat, b, err = msgp.ReadStringBytes(b)
@@ -902,6 +917,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.field(r.Delta != 0, "delta", func(b []byte) []byte { return appendInt(b, r.Delta) })
 	e.field(r.Columnar, "columnar", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.TimeFormat != "", "time_format", r.TimeFormat)
+	e.field(r.CacheTTLMS != 0, "cache_ttl_ms", func(b []byte) []byte { return appendInt(b, r.CacheTTLMS) })
 	e.str(r.Method != "", "method", r.Method)
 	e.str(r.Path != "", "path", r.Path)
 	e.field(r.Headers != nil, "headers", func(b []byte) []byte {

@@ -38,6 +38,16 @@ func TestDecodeRequest(t *testing.T) {
 		}
 	})
 
+	t.Run("CacheTTL", func(t *testing.T) {
+		var r, again wire.Request
+		if err := wire.DecodeRequest(mapOf("op", "query", "id", 7, "sql", "x", "cache_ttl_ms", 1500), &r); err != nil || r.CacheTTLMS != 1500 {
+			t.Fatalf("decoded %d (%v)", r.CacheTTLMS, err)
+		}
+		if err := wire.DecodeRequest(wire.AppendRequest(nil, &r), &again); err != nil || again.CacheTTLMS != 1500 {
+			t.Fatalf("re-encoded %d (%v)", again.CacheTTLMS, err)
+		}
+	})
+
 	t.Run("TimeFormat", func(t *testing.T) {
 		for _, f := range []string{"iso", "sql"} {
 			var r wire.Request
@@ -74,6 +84,8 @@ func TestDecodeRequest(t *testing.T) {
 			msgp.AppendInt(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "ping"), 7)), 12, "op 0: want a map"},
 		// A key given twice would let the last win, and an earlier unknown op's name linger (found by fuzzing).
 		{"DuplicateKey", mapOf("id", 13, "op", "frobnicate", "op", "ping"), 13, `"op": given twice`},
+		{"NegativeCacheTTL", mapOf("id", 16, "op", "query", "sql", "x", "cache_ttl_ms", -5), 16, "cache_ttl_ms: must be between 0 and 86400000"},
+		{"CacheTTLOverADay", mapOf("id", 17, "op", "query", "sql", "x", "cache_ttl_ms", 86400001), 17, "cache_ttl_ms: must be between"},
 		{"UnknownTimeFormat", mapOf("id", 15, "op", "query", "sql", "x", "time_format", "local"), 15, `time_format: "local" is not "iso" or "sql"`},
 		{"DuplicateKeyInBatchOp", mapOf("id", 14, "op", "batch", "ops",
 			append(msgp.AppendArrayHeader(nil, 1), mapOf("op", "query", "sql", "a", "sql", "b")...)), 14, `"sql": given twice`},

@@ -21,7 +21,7 @@ func benchRead() *resultcache.Read {
 	}
 }
 
-func benchBody() []byte { return encode(wire.Head{ID: 1}, false)[6:] }
+func benchBody() []byte { return encoder(wire.Head{ID: 1}, false).AppendBody(nil) }
 
 // BenchmarkCache_Hit is the hit path: Begin on a stored key.
 func BenchmarkCache_Hit(b *testing.B) {
@@ -48,7 +48,7 @@ func BenchmarkCache_HitReply(b *testing.B) {
 	for b.Loop() {
 		_, v, _ := c.Begin(r, nil)
 		id++
-		buf = appendCachedResult(buf[:0], wire.Head{ID: id}, false, v)
+		buf = wire.AppendCachedResult(buf[:0], wire.Head{ID: id}, false, v)
 	}
 }
 

@@ -50,7 +50,7 @@
 // Waiters are called with it released, so a Waiter may call back into the
 // Cache. Counters are atomics, readable without the mutex (Stats).
 //
-// The server's side (not wired yet): it needs from package wire
+// The server's side: it uses from package wire
 //   - (*ResultEncoder).AppendBody(b []byte) []byte: the reply AppendReply
 //     appends, without the head (e.head.open): "columns" and its array, then
 //     "rows" and its array, or "count", "data" and its arrays (columnar);

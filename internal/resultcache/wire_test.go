@@ -9,11 +9,11 @@ import (
 	"github.com/tether-php/tether/wire"
 )
 
-// The stored value is the reply minus its head (see the package comment).
-// These helpers stand for what wire must offer the server
-// ((*ResultEncoder).AppendBody and AppendCachedResult); the test pins the
-// contract against wire's encoder: a body cut from one reply, under another
-// head, is byte for byte the reply the encoder writes for that head.
+// The stored value is the reply minus its head (see the package comment):
+// (*wire.ResultEncoder).AppendBody writes it, wire.AppendCachedResult writes
+// it again under another head. The test pins the contract: a body, under any
+// head, is byte for byte the reply the encoder writes for that head, and it is
+// the reply cut after its head.
 
 // bodyOf cuts the head off a top-level result reply.
 func bodyOf(t *testing.T, reply []byte) []byte {
@@ -33,24 +33,8 @@ func bodyOf(t *testing.T, reply []byte) []byte {
 	return b
 }
 
-// appendCachedResult is AppendCachedResult as wire would write it.
-func appendCachedResult(b []byte, h wire.Head, columnar bool, body []byte) []byte {
-	fields := uint32(2)
-	if columnar {
-		fields = 3
-	}
-	if h.Nested {
-		b = msgp.AppendMapHeader(b, fields)
-	} else {
-		b = msgp.AppendMapHeader(b, fields+1)
-		b = msgp.AppendString(b, "id")
-		b = msgp.AppendUint32(b, h.ID)
-	}
-	return append(b, body...)
-}
-
-func encode(h wire.Head, columnar bool) []byte {
-	var e wire.ResultEncoder
+func encoder(h wire.Head, columnar bool) *wire.ResultEncoder {
+	e := new(wire.ResultEncoder)
 	e.Reset(h, columnar, 0)
 	e.SetTimeFormat(wire.TimeFormatSQL)
 	e.Columns(3)
@@ -64,15 +48,18 @@ func encode(h wire.Head, columnar bool) []byte {
 		e.DateTime([]byte("2026-11-24T19:00:00Z"))
 		_ = e.EndRow()
 	}
-	return e.AppendReply(nil)
+	return e
 }
 
 func TestValue_WireBody(t *testing.T) {
 	for _, columnar := range []bool{false, true} {
-		body := bodyOf(t, encode(wire.Head{ID: 7}, columnar))
+		body := encoder(wire.Head{ID: 7}, columnar).AppendBody(nil)
+		if cut := bodyOf(t, encoder(wire.Head{ID: 7}, columnar).AppendReply(nil)); !bytes.Equal(cut, body) {
+			t.Errorf("columnar %v: AppendBody is not the reply after its head:\n got %x\nwant %x", columnar, body, cut)
+		}
 		for _, h := range []wire.Head{{ID: 0}, {ID: 7}, {ID: 300}, {ID: 1 << 31}, {Nested: true}} {
-			want := encode(h, columnar)
-			if got := appendCachedResult(nil, h, columnar, body); !bytes.Equal(got, want) {
+			want := encoder(h, columnar).AppendReply(nil)
+			if got := wire.AppendCachedResult(nil, h, columnar, body); !bytes.Equal(got, want) {
 				t.Errorf("columnar %v, head %+v:\n got %x\nwant %x", columnar, h, got, want)
 			}
 		}

@@ -137,14 +137,17 @@ final class Client
      *                             int, float or string; always bound, never interpolated
      * @param string|null $backend the backend; null for the client's default
      * @param int|null $timeoutMs deadline of this statement on tetherd; null for the server's default_timeout
+     * @param int|null $cacheTtlMs let tetherd answer from its shared result cache, and keep this result there for at
+     *                             most this many ms (MySQL/MariaDB and PostgreSQL; dropped at once by any write through
+     *                             tetherd to the backend; docs/operations.md, "Result cache"); null: not cached
      * @return list<array<string, mixed>> the rows, each column name => value
      * @throws ServerException the statement failed (backend_error with getBackendCode(), timeout, busy, ...)
      * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
      */
-    public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): array
+    public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): array
     {
         return Reply::rows($this->connection->request(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('query');
@@ -156,10 +159,10 @@ final class Client
      * @param array<mixed> $params
      * @return array<string, mixed>|null
      */
-    public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ?array
+    public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ?array
     {
         $row = Reply::first($this->connection->request(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs),
             $this->timeout,
             $this->maxFrameBytes,
         ));
@@ -175,10 +178,10 @@ final class Client
      *
      * @param array<mixed> $params
      */
-    public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ColumnarResult
+    public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ColumnarResult
     {
         return Reply::columns($this->connection->request(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true, $this->timeFormat),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true, $this->timeFormat, $cacheTtlMs),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('query');

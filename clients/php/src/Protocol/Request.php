@@ -76,7 +76,7 @@ final class Request
      * @param bool $columnar ask for the reply in column-oriented form (query only)
      * @return array<string, mixed>
      */
-    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false, ?string $timeFormat = null): array
+    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false, ?string $timeFormat = null, ?int $cacheTtlMs = null): array
     {
         $request = ['id' => 0, 'op' => $op];
         if ($backend !== null) {
@@ -98,6 +98,9 @@ final class Request
         }
         if ($timeFormat !== null && $op === 'query') {
             $request['time_format'] = $timeFormat;
+        }
+        if ($cacheTtlMs !== null && $cacheTtlMs > 0) {
+            $request['cache_ttl_ms'] = $cacheTtlMs;
         }
 
         return $request;

@@ -119,6 +119,19 @@ final class ClientTest extends FakeServerTestCase
         self::assertSame(['maria', 'pg'], array_column(self::maps($server), 'backend'));
     }
 
+    public function testCacheTtlMsIsSentWhenPositive(): void
+    {
+        $reply = ['reply', ['columns' => ['v'], 'rows' => [[1]]]];
+        $columnar = ['reply', ['columns' => ['v'], 'count' => 1, 'data' => [[1]]]];
+        $server = $this->serve([[['recv'], $reply, ['recv'], $columnar, ['recv'], $reply]]);
+        $client = $this->client($server);
+        $client->query('SELECT v FROM x', [], null, null, 5000);
+        $client->queryColumns('SELECT v FROM x', [], null, null, 250);
+        $client->queryOne('SELECT v FROM x', [], null, null, 0);
+
+        self::assertSame([5000, 250, null], array_map(static fn (array $m): ?int => $m['cache_ttl_ms'] ?? null, self::maps($server)));
+    }
+
     public function testTimeFormatOptionIsSentWithQueriesOnly(): void
     {
         $server = $this->serve([[

@@ -1,0 +1,260 @@
+package tether
+
+import (
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-php/tether/backend/loopsql"
+	"github.com/tether-php/tether/internal/resultcache"
+	"github.com/tether-php/tether/wire"
+)
+
+// The shared result cache (internal/resultcache; docs/operations.md, "Result
+// cache"), on the backends the event loop drives (MySQL/MariaDB, PostgreSQL):
+// a query that sets cache_ttl_ms outside a transaction is answered from the
+// cache when an identical one (same backend, SQL, typed parameters, session
+// settings and reply form) was stored less than its TTL ago and no write
+// through tetherd has touched its backend since; identical ones in flight at
+// once run once. Every statement that may write, through tetherd on that
+// backend, drops the backend's cached results after the database acknowledged
+// it and before its client is answered, so that a client reads its own writes.
+//
+// This first cut drops a backend's whole cache on any write to it: the
+// statement's tables are not read yet (internal/sqltables will), which the
+// issue allows ("when in doubt, drop the backend's whole cache").
+
+// newResultCache returns the cache cfg asks for, or nil when both caching and
+// merging are off. It holds at most a quarter of the memory budget
+// (server.max_memory_bytes), whatever max_bytes says, so that a small budget
+// set without a thought for the cache still leaves the clients room.
+func newResultCache(cfg CacheConfig, memoryBudget int64) *resultcache.Cache {
+	if cfg.MaxBytes == 0 && !cfg.Merge {
+		return nil
+	}
+	maxBytes := cfg.MaxBytes
+	if memoryBudget > 0 && maxBytes > memoryBudget/4 {
+		maxBytes = memoryBudget / 4
+	}
+	entry := cfg.MaxEntryBytes
+	if maxBytes > 0 && int64(entry) > maxBytes {
+		entry = int(maxBytes)
+	}
+	return resultcache.New(resultcache.Config{MaxBytes: maxBytes, MaxEntryBytes: entry, Merge: cfg.Merge})
+}
+
+// cachedRead is a query that asked for the cache, while it waits for an
+// identical read in flight (a resultcache.Waiter), and what it needs to run
+// on its own if that read is abandoned. It owns its SQL text and parameters
+// (each frame's decode allocates them anew).
+type cachedRead struct {
+	s    *Server
+	ss   *session
+	t    target
+	lb   loopsql.Backend
+	req  wire.Request
+	read resultcache.Read
+	done atomic.Bool // served once
+}
+
+// runCachedQuery answers a query that set cache_ttl_ms outside a transaction:
+// from the cache, by waiting on an identical read in flight, or by running it
+// as the leader of those that come meanwhile. It reports false when the query
+// is not one the cache may hold (then the caller runs it as usual).
+func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loopsql.Backend) bool {
+	used := s.cacheUsed[t.name]
+	if s.cache == nil || used == nil || r.Op != wire.OpQuery || r.CacheTTLMS <= 0 || !cacheableRead(r.SQL) {
+		return false
+	}
+	used.Store(true) // before Begin: from now on, writes to t drop what it stores
+	client := ss.sqlClient(t.name)
+	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
+		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS}}
+	cr.read = resultcache.Read{
+		Key: resultcache.Key{Backend: t.name, SQL: r.SQL, Params: r.Params, Profile: client.Profile,
+			Columnar: r.Columnar, TimeFormat: r.TimeFormat},
+		AllTables: true,
+		TTL:       time.Duration(r.CacheTTLMS) * time.Millisecond,
+	}
+	return s.beginCachedRead(cr)
+}
+
+// beginCachedRead asks the cache about cr and answers, waits or leads.
+func (s *Server) beginCachedRead(cr *cachedRead) bool {
+	out, value, ticket := s.cache.Begin(&cr.read, cr)
+	switch out {
+	case resultcache.Hit:
+		id, columnar := cr.req.ID, cr.req.Columnar
+		s.replyNow(cr.ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id}, columnar, value) })
+	case resultcache.Wait:
+		// Counted as in flight, like the read it waits on: the drain waits
+		// for it, and so does max_client_requests.
+		s.inflight.Add(1)
+		cr.ss.pending.Add(1)
+	case resultcache.Lead:
+		if ticket == nil {
+			return false // not keyable: run it as usual
+		}
+		r := &cr.req
+		c := s.newCall(cr.ss, r, cr.t.name)
+		c.ticket = ticket
+		c.q.Client = cr.ss.sqlClient(cr.t.name)
+		s.inflight.Add(1)
+		cr.ss.pending.Add(1)
+		cr.lb.Submit(&c.q)
+	}
+	return true
+}
+
+// Served implements resultcache.Waiter: the read cr waited on is over. It is
+// called on the event loop's goroutine (the leader's callDone).
+func (cr *cachedRead) Served(value []byte, err error) {
+	if !cr.done.CompareAndSwap(false, true) {
+		return
+	}
+	s := cr.s
+	s.inflight.Done()
+	s.unpend(cr.ss)
+	if err == resultcache.ErrRetry {
+		// Its leader gave up for reasons of its own (its deadline, its client
+		// gone): run it again, merged anew with the others that waited.
+		again := &cachedRead{s: s, ss: cr.ss, t: cr.t, lb: cr.lb, req: cr.req, read: cr.read}
+		if !s.beginCachedRead(again) {
+			s.runLoopSQLUncached(cr.ss, &again.req, cr.t, cr.lb)
+		}
+		return
+	}
+	id, columnar := cr.req.ID, cr.req.Columnar
+	if err != nil {
+		s.replyErrorNow(cr.ss, id, AsError(err))
+		return
+	}
+	s.replyNow(cr.ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id}, columnar, value) })
+}
+
+// completeCachedRead hands the outcome of a leading read to the cache (and so
+// to its waiters): a result within max_result_bytes is shared and stored; a
+// database's error is shared; an outcome of the leader's own (its deadline,
+// its client gone, no connection free in time) lets the waiters run it
+// themselves.
+func (s *Server) completeCachedRead(c *sqlCall) {
+	t := c.ticket
+	c.ticket = nil
+	q := &c.q
+	if q.Err == nil {
+		body := c.enc.AppendBody(nil)
+		if len(body) <= s.cfg.Server.MaxResultBytes {
+			s.cache.Complete(t, body, nil)
+			return
+		}
+		s.cache.Complete(t, nil, Errorf(CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(body), s.cfg.Server.MaxResultBytes))
+		return
+	}
+	switch AsError(q.Err).Code {
+	case CodeBackendError, CodeTooLarge:
+		s.cache.Complete(t, nil, q.Err)
+	default:
+		s.cache.Abandon(t)
+	}
+}
+
+// noteWrite drops the cached results of backend after an operation outside a
+// transaction that may have written there (a statement, or the key API's
+// writes), before its reply goes out. Until a query has asked for the cache
+// on that backend there is nothing to drop, and nothing is looked at.
+func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
+	if s.cache == nil {
+		return
+	}
+	if used := s.cacheUsed[backend]; used == nil || !used.Load() {
+		return
+	}
+	switch op {
+	case wire.OpQuery, wire.OpExec:
+		if mayWrite(op, sql) {
+			s.cache.InvalidateBackend(backend, resultcache.CauseWrite)
+		}
+	case wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
+		s.cache.InvalidateBackend(backend, resultcache.CauseKeyAPI)
+	}
+}
+
+// cacheableRead reports whether a query's result may be cached: a plain
+// SELECT (or SHOW) that names none of the functions whose results change
+// without a write (time, randomness, sequences, the session's own state) and
+// takes no locks. It is a look at the text, erring towards "no".
+func cacheableRead(sql string) bool {
+	if firstKeyword(sql) != "SELECT" {
+		return false
+	}
+	up := strings.ToUpper(sql)
+	for _, n := range uncacheable {
+		if strings.Contains(up, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// uncacheable are the names whose presence in a SELECT keeps it out of the
+// cache: functions whose value changes without a write, session state, locking
+// reads, SELECT ... INTO, and the servers' own catalogs.
+var uncacheable = []string{
+	"NOW(", "CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "CURDATE", "CURTIME", "SYSDATE", "UNIX_TIMESTAMP",
+	"UTC_", "LOCALTIME", "RAND(", "RANDOM(", "UUID", "NEXTVAL", "CURRVAL", "LASTVAL", "SETVAL", "LAST_INSERT_ID",
+	"FOUND_ROWS", "ROW_COUNT", "CONNECTION_ID", "USER(", "CURRENT_USER", "SESSION_USER", "DATABASE(", "SCHEMA(",
+	"CURRENT_SETTING", "CLOCK_TIMESTAMP", "STATEMENT_TIMESTAMP", "TIMEOFDAY", "TXID_", "PG_", "SLEEP", "BENCHMARK",
+	"GET_LOCK", "IS_FREE_LOCK", "IS_USED_LOCK", "RELEASE_LOCK", "@", "FOR UPDATE", "FOR SHARE", "FOR NO KEY",
+	"FOR KEY SHARE", "LOCK IN SHARE MODE", "INTO", "INFORMATION_SCHEMA", "PERFORMANCE_SCHEMA", "MYSQL.", "SYS.",
+}
+
+// mayWrite reports whether a statement may change what a cached read
+// returns: every exec, and every query that is not plainly a SELECT, SHOW,
+// DESCRIBE or EXPLAIN (a PostgreSQL WITH may hold an UPDATE; INSERT ...
+// RETURNING is a query).
+func mayWrite(op wire.Op, sql string) bool {
+	if op != wire.OpQuery {
+		return true
+	}
+	switch firstKeyword(sql) {
+	case "SHOW", "DESCRIBE", "DESC", "EXPLAIN":
+		return false
+	case "SELECT":
+		// SELECT ... INTO a new table (PostgreSQL) or a function that writes
+		// are not told apart from the text: INTO is, functions are not (see
+		// docs/operations.md).
+		return strings.Contains(strings.ToUpper(sql), "INTO")
+	}
+	return true
+}
+
+// firstKeyword returns a statement's first word, upper-cased, past white
+// space, comments and opening parentheses; "" when there is none. It
+// allocates only for a word not already upper-case.
+func firstKeyword(sql string) string {
+	i := 0
+	for i < len(sql) {
+		c := sql[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(':
+			i++
+		case c == '-' && i+1 < len(sql) && sql[i+1] == '-', c == '#':
+			for i < len(sql) && sql[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
+			end := strings.Index(sql[i+2:], "*/")
+			if end < 0 {
+				return ""
+			}
+			i += end + 4
+		default:
+			j := i
+			for j < len(sql) && (sql[j] == '_' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z') {
+				j++
+			}
+			return strings.ToUpper(sql[i:j])
+		}
+	}
+	return ""
+}

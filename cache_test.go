@@ -1,0 +1,203 @@
+package tether_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/wire"
+)
+
+// Tests of the shared result cache (cache.go, internal/resultcache) on the
+// real servers the loop tests use (sqlloop_test.go).
+
+// firstValue returns the first column of the only row of a query's reply.
+func firstValue(t *testing.T, rep *wire.Reply) string {
+	t.Helper()
+	if e := rep.Error(); e != nil {
+		t.Fatalf("query failed: %v", e)
+	}
+	rows, _ := rep.Fields["rows"].([]any)
+	if len(rows) != 1 {
+		t.Fatalf("want one row, got %v", rep.Fields)
+	}
+	return fmt.Sprint(rows[0].([]any)[0])
+}
+
+// TestCache_ServesUntilAWriteThroughTether: a cached read is answered from
+// memory (a write made behind tetherd's back is not seen within the TTL), and
+// every write through tetherd on the backend (exec, a committed transaction,
+// a batch's exec) drops it before its own client is answered; the TTL bounds
+// what it does not see; session settings and reply forms are not mixed.
+func TestCache_ServesUntilAWriteThroughTether(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, nil)
+			ctx := context.Background()
+			c, other := dial(t, ts), dial(t, ts)
+			c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS cache_t"})
+			c.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE cache_t (id INT PRIMARY KEY, v INT)"})
+			t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS cache_t") })
+			c.ok(wire.Request{ID: 3, Op: wire.OpExec, Backend: "db", SQL: "INSERT INTO cache_t VALUES (1, 10)"})
+			behind := func(v int) { // a write tetherd does not see
+				t.Helper()
+				if _, err := d.watch.ExecContext(ctx, fmt.Sprintf("UPDATE cache_t SET v = %d WHERE id = 1", v)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			read := func(cl *client, ttl int64) string {
+				t.Helper()
+				return firstValue(t, cl.do(wire.Request{ID: 10, Op: wire.OpQuery, Backend: "db",
+					SQL: "SELECT v FROM cache_t WHERE id = " + d.p(1), Params: []any{int64(1)}, CacheTTLMS: ttl}))
+			}
+			expect := func(what, got, want string) {
+				t.Helper()
+				if got != want {
+					t.Errorf("%s: read %s, want %s", what, got, want)
+				}
+			}
+
+			expect("first read", read(c, 60000), "10")
+			behind(11)
+			expect("cached, a write behind tetherd's back", read(c, 60000), "10")
+			expect("another client, same settings", read(other, 60000), "10")
+			expect("without cache_ttl_ms", read(c, 0), "11")
+
+			other.ok(wire.Request{ID: 4, Op: wire.OpExec, Backend: "db", SQL: "UPDATE cache_t SET v = 12 WHERE id = 1"})
+			expect("after another client's exec", read(c, 60000), "12")
+			c.ok(wire.Request{ID: 5, Op: wire.OpExec, Backend: "db", SQL: "UPDATE cache_t SET v = 13 WHERE id = 1"})
+			expect("the writer reads its own write", read(c, 60000), "13")
+
+			tx := toUint(other.ok(wire.Request{ID: 6, Op: wire.OpBegin, Backend: "db"}).Fields["tx"])
+			other.ok(wire.Request{ID: 7, Op: wire.OpExec, Tx: tx, SQL: "UPDATE cache_t SET v = 14 WHERE id = 1"})
+			expect("a transaction not committed yet", read(c, 60000), "13")
+			other.ok(wire.Request{ID: 8, Op: wire.OpCommit, Tx: tx})
+			expect("after the commit", read(c, 60000), "14")
+
+			other.ok(wire.Request{ID: 9, Op: wire.OpBatch, Ops: []wire.Request{
+				{Op: wire.OpExec, Backend: "db", SQL: "UPDATE cache_t SET v = 15 WHERE id = 1"},
+			}})
+			expect("after a batch's exec", read(c, 60000), "15")
+
+			// The TTL bounds what tetherd does not see.
+			expect("stored with a short TTL", read(c, 150), "15")
+			behind(16)
+			expect("within the TTL", read(c, 150), "15")
+			time.Sleep(250 * time.Millisecond)
+			expect("past the TTL", read(c, 150), "16")
+
+			// Results that depend on a session setting are kept apart.
+			x, y := dial(t, ts), dial(t, ts)
+			probe := "SELECT TIMESTAMPTZ '2024-01-01 00:00:00+00'::text"
+			setX, setY := "SET TimeZone = 'UTC'", "SET TimeZone = 'Asia/Karachi'"
+			if d.typ == "mysql" {
+				c.ok(wire.Request{ID: 11, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE IF NOT EXISTS cache_ts (ts TIMESTAMP NULL)"})
+				c.ok(wire.Request{ID: 12, Op: wire.OpExec, Backend: "db", SQL: "DELETE FROM cache_ts"})
+				c.ok(wire.Request{ID: 13, Op: wire.OpExec, Backend: "db", SQL: "SET time_zone = '+00:00'"})
+				c.ok(wire.Request{ID: 14, Op: wire.OpExec, Backend: "db", SQL: "INSERT INTO cache_ts VALUES ('2024-01-01 00:00:00')"})
+				t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS cache_ts") })
+				probe = "SELECT CAST(ts AS CHAR) FROM cache_ts"
+				setX, setY = "SET time_zone = '+00:00'", "SET time_zone = '+05:00'"
+			}
+			x.ok(wire.Request{ID: 15, Op: wire.OpExec, Backend: "db", SQL: setX})
+			y.ok(wire.Request{ID: 16, Op: wire.OpExec, Backend: "db", SQL: setY})
+			q := wire.Request{ID: 17, Op: wire.OpQuery, Backend: "db", SQL: probe, CacheTTLMS: 60000}
+			inX, inY := firstValue(t, x.do(q)), firstValue(t, y.do(q))
+			if inX == inY || firstValue(t, x.do(q)) != inX || firstValue(t, y.do(q)) != inY {
+				t.Errorf("clients with different time zones share a cached result: %s and %s", inX, inY)
+			}
+
+			// A columnar reply is cached apart from a row one.
+			col := c.do(wire.Request{ID: 18, Op: wire.OpQuery, Backend: "db", SQL: "SELECT v FROM cache_t WHERE id = " + d.p(1),
+				Params: []any{int64(1)}, CacheTTLMS: 60000, Columnar: true})
+			if data, _ := col.Fields["data"].([]any); fmt.Sprint(data) != "[[16]]" {
+				t.Errorf("columnar cached read: %v", col.Fields)
+			}
+			expect("rows after columnar", read(c, 60000), "16")
+
+			// A result that changes by itself is not cached.
+			now := "SELECT NOW(6)"
+			if d.typ == "postgres" {
+				now = "SELECT clock_timestamp()::text"
+			}
+			first := firstValue(t, c.do(wire.Request{ID: 19, Op: wire.OpQuery, Backend: "db", SQL: now, CacheTTLMS: 60000}))
+			time.Sleep(5 * time.Millisecond)
+			if again := firstValue(t, c.do(wire.Request{ID: 20, Op: wire.OpQuery, Backend: "db", SQL: now, CacheTTLMS: 60000})); again == first {
+				t.Errorf("%s was answered from the cache: %s twice", now, first)
+			}
+
+			errCode(t, c.do(wire.Request{ID: 21, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1", CacheTTLMS: -1}), tether.CodeBadRequest)
+		})
+	}
+}
+
+// TestCache_MergesIdenticalReads: identical cacheable reads in flight at once
+// run once on the server (counted there, by a function that logs each call),
+// and every one of them gets the result.
+func TestCache_MergesIdenticalReads(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, nil)
+			ctx := context.Background()
+			setup := []string{
+				"DROP TABLE IF EXISTS cache_calls",
+				"CREATE TABLE cache_calls (n INT)",
+				"DROP FUNCTION IF EXISTS cache_probe",
+				"CREATE FUNCTION cache_probe(n INT) RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO cache_calls VALUES (n); DO SLEEP(0.3); RETURN n * 2; END",
+			}
+			if d.typ == "postgres" {
+				setup[3] = "CREATE FUNCTION cache_probe(n INT) RETURNS INT LANGUAGE plpgsql AS $$ BEGIN INSERT INTO cache_calls VALUES (n); PERFORM pg_sleep(0.3); RETURN n * 2; END $$"
+			}
+			for _, s := range setup {
+				if _, err := d.watch.ExecContext(ctx, s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			t.Cleanup(func() {
+				d.watch.ExecContext(ctx, "DROP FUNCTION IF EXISTS cache_probe")
+				d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS cache_calls")
+			})
+			calls := func() int {
+				t.Helper()
+				var n int
+				if err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM cache_calls").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			probe := func(n int64, id uint32) wire.Request {
+				return wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: "SELECT cache_probe(" + d.p(1) + ") AS r",
+					Params: []any{n}, CacheTTLMS: 60000}
+			}
+			const readers = 30
+			var wg sync.WaitGroup
+			got := make([]string, readers)
+			for i := 0; i < readers; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					got[i] = firstValue(t, dial(t, ts).do(probe(21, uint32(i+1))))
+				}(i)
+			}
+			wg.Wait()
+			for i, v := range got {
+				if v != "42" {
+					t.Errorf("reader %d got %s, want 42", i, v)
+				}
+			}
+			if n := calls(); n != 1 {
+				t.Errorf("%d identical reads in flight at once ran %d times on the server, want 1", readers, n)
+			}
+			c := dial(t, ts)
+			if v := firstValue(t, c.do(probe(21, 100))); v != "42" || calls() != 1 {
+				t.Errorf("a later identical read: %s, and %d runs on the server (want 42, still 1)", v, calls())
+			}
+			if v := firstValue(t, c.do(probe(5, 101))); v != "10" || calls() != 2 {
+				t.Errorf("another parameter: %s, and %d runs on the server (want 10, 2)", v, calls())
+			}
+		})
+	}
+}
