@@ -71,7 +71,8 @@ type Info struct {
 	// once, in order of appearance; nil for Other. A name is the
 	// unqualified, unquoted, lower-cased table name: `db`.`T` and t give
 	// "t". Matching on it can only over-invalidate (the same name in two
-	// schemas, PostgreSQL's "T" and t), never miss a table.
+	// schemas, PostgreSQL's "T" and t), never miss a table. A name may
+	// share memory with sql: strings.Clone one kept longer than sql.
 	Tables []string
 	// Certain is false when the analysis may have missed a table or a
 	// write: an unterminated string or comment, unbalanced parentheses,
@@ -105,6 +106,10 @@ func Analyze(d Dialect, sql string) Info {
 	if info.Tables != nil {
 		info.Tables = append([]string(nil), info.Tables...)
 	}
+	// Keep no reference to sql in the pool.
+	clear(a.read)
+	clear(a.written)
+	a.lx.sql = ""
 	pool.Put(a)
 	return info
 }
@@ -121,26 +126,25 @@ type Analyzer struct {
 	names  map[string]string
 	levels [maxDepth]level
 
-	lx               lexer
-	mysql            bool
-	depth            int
-	kind             Kind // of the statement being analyzed
-	certain          bool
-	uncertainWhy     string
-	uncacheableWhy   string
-	temporary        bool
-	peeked           token
-	hasPeek          bool
-	prev, prev2      token
-	prevKw, prev2Kw  keyword
-	prevTable        bool // the previous token ended a table name
-	newTable         bool // this token ended a table name
-	pending          paren
-	noArgs           bool // the call being opened is volatile without arguments
-	noArgsWhy        string
-	statements       int
-	combined         Kind
-	combinedReadOnly bool
+	lx              lexer
+	mysql           bool
+	depth           int
+	kind            Kind // of the statement being analyzed
+	certain         bool
+	uncertainWhy    string
+	uncacheableWhy  string
+	temporary       bool
+	peeked          token
+	hasPeek         bool
+	prev, prev2     token
+	prevKw, prev2Kw keyword
+	prevTable       bool // the previous token ended a table name
+	newTable        bool // this token ended a table name
+	pending         paren
+	noArgs          bool // the call being opened is volatile without arguments
+	noArgsWhy       string
+	statements      int
+	combined        Kind // of all statements so far
 }
 
 const (
@@ -352,6 +356,17 @@ func (a *Analyzer) run() {
 		t := a.next()
 		lv := &a.levels[a.depth]
 		kw := kwNone
+		if lv.head && t.kind != tWord && t.kind != tQuoted && !isPunct(t, '(') {
+			// A level that starts with neither a word nor '('.
+			lv.head = false
+			if a.depth == 0 {
+				a.uncertain("unknown statement")
+				if t.kind != tEOF && t.kind != tError && !isPunct(t, ';') {
+					a.skipRest()
+				}
+				return
+			}
+		}
 		switch t.kind {
 		case tEOF, tError:
 			a.end()
@@ -370,6 +385,7 @@ func (a *Analyzer) run() {
 			case '(':
 				a.open(lv)
 			case ')':
+				a.notTable(lv)
 				if a.depth == 0 {
 					a.uncertain("unbalanced parentheses")
 				} else {
@@ -386,25 +402,16 @@ func (a *Analyzer) run() {
 			default:
 				a.notTable(lv)
 			}
-			if lv.head && t.c != '(' {
-				a.badHead(lv)
-			}
 		case tVar:
 			a.uncacheable("uses a user or system variable")
 			a.notTable(lv)
-			if lv.head {
-				a.badHead(lv)
-			}
 		case tString:
 			if !a.mysql && isNowLiteral(a.text(t)) {
 				a.uncacheable("casts 'now', 'today', 'tomorrow' or 'yesterday' to a date or time")
 			}
-			fallthrough
+			a.notTable(lv)
 		default:
 			a.notTable(lv)
-			if lv.head {
-				a.badHead(lv)
-			}
 		}
 		a.prevTable, a.newTable = a.newTable, false
 		a.shift(t, kw)
@@ -418,15 +425,6 @@ func (a *Analyzer) end() {
 	}
 	if e := a.levels[0].expect; e == eTable || e == eTarget {
 		a.uncertain("statement ends where a table name was expected")
-	}
-}
-
-// badHead handles a level whose first token is not a word or '('.
-func (a *Analyzer) badHead(lv *level) {
-	lv.head = false
-	if a.depth == 0 {
-		a.uncertain("unknown statement")
-		a.skipRest()
 	}
 }
 

@@ -103,6 +103,8 @@ var cases = []testCase{
 	{"FunctionFrom", pg, "SELECT EXTRACT(EPOCH FROM d), SUBSTRING(s FROM 2 FOR 3), TRIM(BOTH 'x' FROM s), POSITION('a' IN s) FROM t", ok("t")},
 	{"IsDistinctFrom", pg, "SELECT * FROM t WHERE a IS NOT DISTINCT FROM b", ok("t")},
 	{"Window", pg, "SELECT ROW_NUMBER() OVER (PARTITION BY a ORDER BY b), count(*) FILTER (WHERE c) FROM t", ok("t")},
+	{"EmptyOver", pg, "SELECT count(*) OVER () FROM t", ok("t")},
+	{"EmptyParens", my, "SELECT * FROM t WHERE a IN (SELECT b FROM u) AND (())", ok("t", "u")},
 	{"WithinGroup", pg, "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM t", ok("t")},
 	{"MatchAgainst", my, "SELECT * FROM t WHERE MATCH (a) AGAINST ('x' IN BOOLEAN MODE)", ok("t")},
 	{"JSON", my, "SELECT JSON_EXTRACT(doc, '$.a'), JSON_UNQUOTE(x) FROM t", ok("t")},
@@ -281,6 +283,8 @@ var cases = []testCase{
 	{"BeginNotAtomic", my, "BEGIN NOT ATOMIC DELETE FROM t; END", unsure(other)},
 	{"Unknown", my, "FROBNICATE t", unsure(other)},
 	{"StartsWithString", my, "'x'", unsure(other)},
+	{"StartsWithPunct", my, "* FROM t; SELECT * FROM u", unsure(other)},
+	{"JoinWithoutTable", my, "SELECT * FROM (a JOIN)", unsure(read, "a")},
 
 	// Uncertain.
 	{"UnknownFunction", my, "SELECT my_func(a) FROM t", unsure(read, "t")},
