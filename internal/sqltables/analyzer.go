@@ -95,6 +95,11 @@ type Info struct {
 	// on the session's reads may name a table only it can see, which the
 	// cache must not share with other sessions.
 	Temporary bool
+	// Session is true when the statement changes session state that later
+	// statements' results may depend on: SET, USE, RESET, DISCARD,
+	// PostgreSQL's set_config(). The cache must stop sharing the session's
+	// reads with others (or key them on that state) from then on.
+	Session bool
 }
 
 // Analyze returns what sql does to which tables. It is safe for concurrent
@@ -134,6 +139,7 @@ type Analyzer struct {
 	uncertainWhy    string
 	uncacheableWhy  string
 	temporary       bool
+	session         bool
 	peeked          token
 	hasPeek         bool
 	prev, prev2     token
@@ -238,6 +244,7 @@ func (a *Analyzer) start(d Dialect, sql string) {
 	}
 	a.uncacheableWhy = ""
 	a.temporary = false
+	a.session = false
 	a.hasPeek = false
 	a.prev, a.prev2 = token{}, token{}
 	a.prevKw, a.prev2Kw = kwNone, kwNone
@@ -249,7 +256,7 @@ func (a *Analyzer) start(d Dialect, sql string) {
 }
 
 func (a *Analyzer) result() Info {
-	info := Info{Kind: a.combined, Certain: a.certain, Temporary: a.temporary}
+	info := Info{Kind: a.combined, Certain: a.certain, Temporary: a.temporary, Session: a.session}
 	switch info.Kind {
 	case Read:
 		info.Tables = a.read
@@ -560,6 +567,7 @@ func (a *Analyzer) call(t token, wi *wordInfo, qual token) {
 		return
 	case fnVolatile:
 		a.uncacheable(wi.reason)
+		a.session = a.session || wi.session
 		return
 	}
 	if t.kind == tWord {

@@ -24,6 +24,7 @@ type want struct {
 	certain bool
 	cache   bool
 	temp    bool
+	session bool
 }
 
 // ok is a certain, cacheable read of tables.
@@ -42,6 +43,9 @@ func ddls(tables ...string) want { return want{kind: ddl, tables: tables, certai
 func unsure(k sqltables.Kind, tables ...string) want { return want{kind: k, tables: tables} }
 
 var quiet = want{kind: other, certain: true}
+
+// session is a certain statement that changes the session's state.
+var session = want{kind: other, certain: true, session: true}
 
 type testCase struct {
 	name string
@@ -264,14 +268,17 @@ var cases = []testCase{
 	{"DumpMariaDBComment", my, "/*M!100100 SELECT * FROM t */", ok("t")},
 
 	// Other statements.
-	{"SetNames", my, "SET NAMES utf8mb4", quiet},
-	{"SetSubquery", my, "SET sql_mode=(SELECT REPLACE(@@sql_mode,'ONLY_FULL_GROUP_BY',''))", quiet},
-	{"SetUnknownFunction", my, "SET @x = f()", unsure(other)},
+	{"SetNames", my, "SET NAMES utf8mb4", session},
+	{"SetSubquery", my, "SET sql_mode=(SELECT REPLACE(@@sql_mode,'ONLY_FULL_GROUP_BY',''))", session},
+	{"SetUnknownFunction", my, "SET @x = f()", want{kind: other, session: true}},
+	{"SetSearchPath", pg, "SET search_path TO app, public", session},
+	{"SetConfig", pg, "SELECT set_config('app.user', $1, false)", want{kind: read, certain: true, session: true}},
+	{"Discard", pg, "DISCARD ALL", session},
 	{"Begin", my, "BEGIN", quiet},
 	{"StartTransaction", my, "START TRANSACTION READ ONLY", quiet},
 	{"Commit", pg, "COMMIT", quiet},
 	{"Rollback", pg, "ROLLBACK TO SAVEPOINT s", quiet},
-	{"Use", my, "USE db", quiet},
+	{"Use", my, "USE db", session},
 	{"LockTables", my, "LOCK TABLES t WRITE", quiet},
 	{"AnalyzeTable", my, "ANALYZE TABLE t", quiet},
 	{"DoMySQL", my, "DO RELEASE_LOCK('x')", quiet},
@@ -370,10 +377,10 @@ func TestAnalyze(t *testing.T) {
 			got := sqltables.Analyze(tc.d, tc.sql)
 			w := tc.want
 			if got.Kind != w.kind || !slices.Equal(got.Tables, w.tables) || got.Certain != w.certain ||
-				got.Cacheable != (w.cache && w.certain) || got.Temporary != w.temp {
-				t.Errorf("Analyze(%q)\n got  %s %q certain=%v cacheable=%v temp=%v reason=%q\n want %s %q certain=%v cacheable=%v temp=%v",
-					tc.sql, got.Kind, got.Tables, got.Certain, got.Cacheable, got.Temporary, got.Reason,
-					w.kind, w.tables, w.certain, w.cache && w.certain, w.temp)
+				got.Cacheable != (w.cache && w.certain) || got.Temporary != w.temp || got.Session != w.session {
+				t.Errorf("Analyze(%q)\n got  %s %q certain=%v cacheable=%v temp=%v session=%v reason=%q\n want %s %q certain=%v cacheable=%v temp=%v session=%v",
+					tc.sql, got.Kind, got.Tables, got.Certain, got.Cacheable, got.Temporary, got.Session, got.Reason,
+					w.kind, w.tables, w.certain, w.cache && w.certain, w.temp, w.session)
 			}
 			if got.Cacheable != (got.Reason == "") {
 				t.Errorf("Analyze(%q): Cacheable %v with Reason %q", tc.sql, got.Cacheable, got.Reason)

@@ -30,6 +30,9 @@
 //	case info.Cacheable:
 //		// cache the result under info.Tables
 //	}
+//	if info.Session || info.Temporary {
+//		// this session's reads may differ from other sessions' from now on
+//	}
 //
 // Info.Tables holds unqualified, unquoted, lower-cased names: `db`.`Posts`,
 // db.posts, "Posts" and posts all give "posts". A qualified name registers
@@ -106,6 +109,8 @@
 //     makes the statement uncertain only where a table name is expected) and
 //     NO_BACKSLASH_ESCAPES, and PostgreSQL's standard_conforming_strings
 //     off: a string ending in a backslash is then lexed wrongly.
+//   - PostgreSQL row-level security policies and views that use current_user
+//     or current_setting() make a plain SELECT depend on the session.
 //   - Executable comments are code whatever their version number.
 //   - CTE names are reported as tables read (WITH x AS ... FROM x gives x),
 //     which only over-invalidates; unqualified information_schema tables

@@ -68,7 +68,7 @@ func FuzzAnalyze(f *testing.F) {
 
 func sameInfo(a, b sqltables.Info) bool {
 	return a.Kind == b.Kind && slices.Equal(a.Tables, b.Tables) && a.Certain == b.Certain &&
-		a.Cacheable == b.Cacheable && a.Reason == b.Reason && a.Temporary == b.Temporary
+		a.Cacheable == b.Cacheable && a.Reason == b.Reason && a.Temporary == b.Temporary && a.Session == b.Session
 }
 
 func checkInfo(t *testing.T, sql string, info sqltables.Info) {

@@ -72,7 +72,13 @@ func (a *Analyzer) statementHead(t token, wi *wordInfo, lv *level) (stop bool) {
 	case kwSet:
 		// SET runs expressions: the main loop checks their functions.
 		a.kind = Other
+		a.session = true
 		return false
+	case kwSession:
+		a.kind = Other
+		a.session = true
+		a.skipRest()
+		return true
 	case kwDo:
 		a.kind = Other
 		if a.mysql {

@@ -62,6 +62,7 @@ const (
 	kwIn
 	kwValue
 	kwRefresh
+	kwSession // USE, RESET, DISCARD: change the session's state
 )
 
 // fnClass says what calling a function means for a cache.
@@ -92,6 +93,7 @@ type wordInfo struct {
 	reserved bool // cannot be an unquoted table name
 	nofn     bool // "word (" is not a function call
 	noArgs   bool // volatile when called without arguments: UNIX_TIMESTAMP()
+	session  bool // a call changes the session's settings: set_config()
 	reason   string
 }
 
@@ -235,8 +237,9 @@ func init() {
 		kwShare:    "SHARE NO",
 		kwIn:       "IN",
 		kwValue:    "VALUE",
-		kwQuiet: "START COMMIT ROLLBACK SAVEPOINT RELEASE END ABORT XA USE PREPARE DEALLOCATE GRANT REVOKE " +
-			"COMMENT LISTEN UNLISTEN NOTIFY RESET DISCARD CHECKPOINT VACUUM CLUSTER REINDEX OPTIMIZE FLUSH " +
+		kwSession:  "USE RESET DISCARD",
+		kwQuiet: "START COMMIT ROLLBACK SAVEPOINT RELEASE END ABORT XA PREPARE DEALLOCATE GRANT REVOKE " +
+			"COMMENT LISTEN UNLISTEN NOTIFY CHECKPOINT VACUUM CLUSTER REINDEX OPTIMIZE FLUSH " +
 			"KILL UNLOCK CLOSE PURGE INSTALL UNINSTALL",
 	}
 	for kw, names := range kws {
@@ -268,6 +271,7 @@ func init() {
 	for _, n := range strings.Fields(safeFuncs) {
 		word(n).fn = fnSafe
 	}
+	word("SET_CONFIG").session = true
 	// UNIX_TIMESTAMP(d) depends on d and the session's time zone only.
 	word("UNIX_TIMESTAMP").noArgs = true
 	word("UNIX_TIMESTAMP").reason = "calls UNIX_TIMESTAMP() without arguments"
@@ -333,7 +337,7 @@ PHRASETO_TSQUERY WEBSEARCH_TO_TSQUERY TS_RANK TS_RANK_CD TS_HEADLINE SETWEIGHT S
 NETWORK BROADCAST FAMILY ABBREV HSTORE AKEYS AVALS SKEYS SVALS EXIST DEFINED XMLELEMENT XMLFOREST XMLAGG
 XMLCONCAT XPATH ASCII_STR CONCAT_OP UNACCENT SIMILARITY WORD_SIMILARITY LEVENSHTEIN SOUNDEX DIFFERENCE
 METAPHONE DMETAPHONE INET INET_MERGE TIMEZONE SUBSTRB TO_ASCII BIT_COUNT GET_BIT GET_BYTE SET_BIT SET_BYTE
-ISOYEAR EPOCH NORMALIZE IS_NORMALIZED ERF ERFC BERNOULLI SYSTEM UNIX_TIMESTAMP
+ISOYEAR EPOCH NORMALIZE IS_NORMALIZED ERF ERFC BERNOULLI SYSTEM UNIX_TIMESTAMP DIGEST HMAC
 `
 
 // volatileFuncs return what no table determines: time, randomness, the
