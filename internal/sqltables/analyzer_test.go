@@ -415,6 +415,43 @@ func TestAnalyze_Reason(t *testing.T) {
 	}
 }
 
+// TestAnalyze_Volatile checks that each non-deterministic or
+// session-dependent built-in makes a read uncacheable but certain.
+func TestAnalyze_Volatile(t *testing.T) {
+	for d, exprs := range map[sqltables.Dialect][]string{
+		my: {"NOW()", "CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP(6)", "CURDATE()", "CURTIME()", "SYSDATE()",
+			"UNIX_TIMESTAMP()", "UTC_TIMESTAMP()", "LOCALTIME", "RAND()", "RAND(1)", "UUID()", "UUID_SHORT()",
+			"CONNECTION_ID()", "LAST_INSERT_ID()", "FOUND_ROWS()", "ROW_COUNT()", "USER()", "CURRENT_USER",
+			"CURRENT_USER()", "SESSION_USER()", "SYSTEM_USER()", "DATABASE()", "SCHEMA()", "@x", "@@sql_mode",
+			"GET_LOCK('a', 1)", "RELEASE_LOCK('a')", "IS_FREE_LOCK('a')", "IS_USED_LOCK('a')",
+			"RELEASE_ALL_LOCKS()", "SLEEP(1)", "BENCHMARK(1, 1)", "NEXTVAL(s)", "LASTVAL(s)", "SETVAL(s, 1)",
+			"LOAD_FILE('/etc/passwd')", "VERSION()"},
+		pg: {"now()", "current_timestamp", "current_date", "current_time", "localtimestamp",
+			"clock_timestamp()", "statement_timestamp()", "transaction_timestamp()", "timeofday()", "random()",
+			"gen_random_uuid()", "uuid_generate_v4()", "nextval('s')", "currval('s')", "lastval()",
+			"setval('s', 1)", "current_setting('x')", "txid_current()", "pg_current_xact_id()",
+			"pg_backend_pid()", "pg_sleep(1)", "pg_advisory_lock(1)", "pg_advisory_unlock(1)",
+			"pg_try_advisory_lock(1)", "current_user", "session_user", "user", "current_role",
+			"current_schema", "current_schema()", "current_database()", "inet_client_addr()", "age(d)",
+			"'now'::timestamptz", "pg_catalog.now()"},
+	} {
+		for _, e := range exprs {
+			sql := "SELECT " + e + " FROM t"
+			if info := sqltables.Analyze(d, sql); !info.Certain || info.Cacheable || info.Kind != read {
+				t.Errorf("Analyze(%s, %q) = %+v, want a certain uncacheable read", dialectName(d), sql, info)
+			}
+		}
+	}
+}
+
+func TestKind_String(t *testing.T) {
+	for k, s := range map[sqltables.Kind]string{other: "other", read: "read", write: "write", ddl: "ddl"} {
+		if k.String() != s {
+			t.Errorf("Kind(%d).String() = %q, want %q", k, k.String(), s)
+		}
+	}
+}
+
 func TestAnalyze_UnknownDialect(t *testing.T) {
 	if info := sqltables.Analyze(0, "SELECT 1"); info.Certain || info.Cacheable {
 		t.Errorf("Analyze with dialect 0 = %+v, want uncertain", info)

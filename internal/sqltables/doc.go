@@ -46,13 +46,14 @@
 //
 // Kinds: SELECT, WITH ... SELECT, VALUES, TABLE, SHOW, DESCRIBE and EXPLAIN
 // are reads (the last three never cacheable); INSERT, REPLACE, UPDATE,
-// DELETE, MERGE, TRUNCATE, LOAD DATA, COPY ... FROM, PostgreSQL's
-// data-modifying WITH (WITH x AS (UPDATE t ...) SELECT ...), SELECT ... INTO
-// new_table and EXPLAIN ANALYZE of a write are writes; CREATE, ALTER, DROP
-// and RENAME of tables, views and indexes are DDL (of other objects: DDL
-// and uncertain); SET, DO (MySQL), transaction control, USE, LOCK, GRANT
-// and the like are Other; CALL, EXECUTE, PostgreSQL's DO, MariaDB's BEGIN
-// NOT ATOMIC and unknown statements are Other and uncertain.
+// DELETE, MERGE, TRUNCATE, LOAD DATA, COPY ... FROM, REFRESH MATERIALIZED
+// VIEW, PostgreSQL's data-modifying WITH (WITH x AS (UPDATE t ...) SELECT
+// ...), SELECT ... INTO new_table and EXPLAIN ANALYZE of a write are
+// writes; CREATE, ALTER, DROP and RENAME of tables, views and indexes are
+// DDL (of other objects: DDL and uncertain); SET, DO (MySQL), transaction
+// control, USE, LOCK, GRANT and the like are Other; CALL, EXECUTE,
+// PostgreSQL's DO, MariaDB's BEGIN NOT ATOMIC and unknown statements are
+// Other and uncertain.
 //
 // Tables: for reads, every table in FROM and JOIN lists, parenthesized
 // joins, derived tables, subqueries anywhere, CTE bodies and UNION parts.
