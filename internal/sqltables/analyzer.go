@@ -17,6 +17,14 @@ const (
 	// an identifier, E'' strings take backslash escapes, $$ and $tag$
 	// quoting, nested comments, ::casts.
 	PostgreSQL
+
+	// ANSIQuotes, or-ed with MySQL, is sql_mode ANSI_QUOTES: "x" is an
+	// identifier.
+	ANSIQuotes Dialect = 1 << 6
+	// NoBackslashEscapes, or-ed with MySQL, is sql_mode
+	// NO_BACKSLASH_ESCAPES: a backslash in a string is an ordinary byte
+	// (the server reports the mode in every OK packet's status flags).
+	NoBackslashEscapes Dialect = 1 << 7
 )
 
 // Kind is what a statement does to tables.
@@ -233,11 +241,12 @@ func (a *Analyzer) Analyze(d Dialect, sql string) Info {
 }
 
 func (a *Analyzer) start(d Dialect, sql string) {
-	a.mysql = d != PostgreSQL
-	a.lx.reset(sql, a.mysql)
+	base := d &^ (ANSIQuotes | NoBackslashEscapes)
+	a.mysql = base != PostgreSQL
+	a.lx.reset(sql, a.mysql, d&ANSIQuotes != 0, d&NoBackslashEscapes == 0)
 	a.read = a.read[:0]
 	a.written = a.written[:0]
-	a.certain = d == MySQL || d == PostgreSQL
+	a.certain = base == MySQL || base == PostgreSQL && base == d
 	a.uncertainWhy = ""
 	if !a.certain {
 		a.uncertainWhy = "unknown dialect"

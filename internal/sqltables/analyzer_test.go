@@ -342,6 +342,14 @@ var cases = []testCase{
 	{"CharsetIntroducer", my, "SELECT _utf8mb4'x' FROM t WHERE a = N'y' OR b = X'00'", ok("t")},
 	{"BitString", pg, "SELECT B'101', X'ff' FROM t", ok("t")},
 
+	// sql_mode.
+	{"AnsiQuotesMode", my | sqltables.ANSIQuotes, `SELECT "a" FROM "T" JOIN "x""y" ON 1 WHERE b = 'c'`, ok("t", `x"y`)},
+	{"AnsiQuotesBackslash", my | sqltables.ANSIQuotes, `SELECT * FROM "t\" WHERE a = "b\"`, ok(`t\`)},
+	{"NoBackslashEscapes", my | sqltables.NoBackslashEscapes, `SELECT 'a\' FROM t WHERE b = '\'`, ok("t")},
+	{"NoBackslashEscapesDouble", my | sqltables.NoBackslashEscapes | sqltables.ANSIQuotes, `SELECT 'a\' FROM "t"`, ok("t")},
+	{"BackslashEscapesDefault", my, `SELECT 'a\' FROM t WHERE b = '\'`, unsure(read)},
+	{"ModesNotForPostgreSQL", pg | sqltables.ANSIQuotes, `SELECT 1`, unsure(read)},
+
 	// Unterminated.
 	{"UnterminatedString", my, "SELECT * FROM t WHERE a = 'x", unsure(read, "t")},
 	{"UnterminatedStringBackslash", my, `SELECT 'x\'`, unsure(read)},
@@ -364,10 +372,17 @@ func repeat(s string, n int) string {
 }
 
 func dialectName(d sqltables.Dialect) string {
-	if d == pg {
-		return "PostgreSQL"
+	name := "MySQL"
+	if d&pg != 0 {
+		name = "PostgreSQL"
 	}
-	return "MySQL"
+	if d&sqltables.ANSIQuotes != 0 {
+		name += "+ANSIQuotes"
+	}
+	if d&sqltables.NoBackslashEscapes != 0 {
+		name += "+NoBackslashEscapes"
+	}
+	return name
 }
 
 func TestAnalyze(t *testing.T) {

@@ -106,10 +106,12 @@
 //     collation, search_path change results; the cache must key on or stop
 //     at SETs (issue 12). A cache hit does not update FOUND_ROWS() or
 //     ROW_COUNT() for the session.
-//   - sql_mode ANSI_QUOTES ("x" is then an identifier: read as a string, it
-//     makes the statement uncertain only where a table name is expected) and
-//     NO_BACKSLASH_ESCAPES, and PostgreSQL's standard_conforming_strings
-//     off: a string ending in a backslash is then lexed wrongly.
+//   - MySQL's sql_mode ANSI_QUOTES and NO_BACKSLASH_ESCAPES change the
+//     lexing: pass them (MySQL|ANSIQuotes|NoBackslashEscapes) when the
+//     session has them. Without ANSIQuotes a "x" table name makes the
+//     statement uncertain; without NoBackslashEscapes a string ending in a
+//     backslash is misread. PostgreSQL's standard_conforming_strings off is
+//     not supported (backslashes in '...' strings would be misread).
 //   - PostgreSQL row-level security policies and views that use current_user
 //     or current_setting() make a plain SELECT depend on the session.
 //   - Executable comments are code whatever their version number.

@@ -39,6 +39,12 @@ func FuzzAnalyze(f *testing.F) {
 		if postgres {
 			d = pg
 		}
+		if !postgres {
+			// The sql_modes: no panic, the Info's invariants.
+			for _, m := range []sqltables.Dialect{sqltables.ANSIQuotes, sqltables.NoBackslashEscapes} {
+				checkInfo(t, sql, sqltables.Analyze(d|m, sql))
+			}
+		}
 		info := sqltables.Analyze(d, sql)
 		checkInfo(t, sql, info)
 		if again := a.Analyze(d, sql); !sameInfo(again, info) {

@@ -31,12 +31,14 @@ type lexer struct {
 	sql    string
 	pos    int
 	mysql  bool
+	ansi   bool   // MySQL's ANSI_QUOTES: "x" is an identifier
+	bs     bool   // backslash escapes in MySQL strings (not NO_BACKSLASH_ESCAPES)
 	inExec bool   // inside a MySQL /*! ... */ executable comment
 	err    string // why the last tError token
 }
 
-func (l *lexer) reset(sql string, mysql bool) {
-	*l = lexer{sql: sql, mysql: mysql}
+func (l *lexer) reset(sql string, mysql, ansi, bs bool) {
+	*l = lexer{sql: sql, mysql: mysql, ansi: ansi, bs: bs}
 }
 
 func (l *lexer) fail(pos int, why string) token {
@@ -101,10 +103,10 @@ func (l *lexer) next() token {
 			l.pos += 2
 			l.inExec = false
 		case c == '\'':
-			return l.quoted(i, i, '\'', l.mysql, tString)
+			return l.quoted(i, i, '\'', l.mysql && l.bs, tString)
 		case c == '"':
-			if l.mysql {
-				return l.quoted(i, i, '"', true, tString)
+			if l.mysql && !l.ansi {
+				return l.quoted(i, i, '"', l.bs, tString)
 			}
 			return l.quoted(i, i, '"', false, tQuoted)
 		case c == '`' && l.mysql:
