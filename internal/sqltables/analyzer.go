@@ -233,9 +233,6 @@ func (a *Analyzer) Analyze(d Dialect, sql string) Info {
 			a.uncertain("several statements")
 		}
 		a.statement()
-		if a.lx.pos >= len(a.lx.sql) && !a.hasPeek {
-			break
-		}
 	}
 	return a.result()
 }

@@ -359,6 +359,7 @@ var cases = []testCase{
 	{"UnterminatedComment", my, "SELECT * FROM t /* x", unsure(read, "t")},
 	{"UnterminatedNestedPG", pg, "SELECT * FROM t /* a /* b */", unsure(read, "t")},
 	{"UnterminatedExecutable", my, "SELECT 1 /*! x", unsure(read)},
+	{"UnterminatedExecutableAfterSemicolon", my, "/*!SET x = 1;", want{kind: other, session: true}},
 	{"UnterminatedDollar", pg, "SELECT $tag$ x $tag FROM t", unsure(read)},
 	{"UnterminatedEString", pg, `SELECT E'\'`, unsure(read)},
 }
