@@ -124,13 +124,14 @@
 // # Cost
 //
 // go test -bench . -benchmem -count 5 ./internal/sqltables/ (medians; Intel
-// Xeon, 2 vCPU, go1.26; the statements are in analyzer_test.go):
+// Xeon, 2 vCPU shared with other work, go1.26; the statements are in
+// analyzer_test.go):
 //
 //	                                        Analyzer (reused)   Analyze
-//	WordPress term query, 3-table JOIN      1173 ns, 0 allocs   1261 ns, 1 alloc (48 B)
-//	WordPress posts query, LEFT JOIN        1204 ns, 0 allocs   1290 ns, 1 alloc (32 B)
-//	WordPress INSERT ... ON DUPLICATE KEY    770 ns, 0 allocs    825 ns, 1 alloc (16 B)
-//	PostgreSQL SELECT with LEFT JOIN         975 ns, 0 allocs   1055 ns, 1 alloc (32 B)
+//	WordPress term query, 3-table JOIN      1233 ns, 0 allocs   1372 ns, 1 alloc (48 B)
+//	WordPress posts query, LEFT JOIN        1200 ns, 0 allocs   1267 ns, 1 alloc (32 B)
+//	WordPress INSERT ... ON DUPLICATE KEY    844 ns, 0 allocs    857 ns, 1 alloc (16 B)
+//	PostgreSQL SELECT with LEFT JOIN         995 ns, 0 allocs   1027 ns, 1 alloc (32 B)
 //
 // A word costs one hash-table probe, a byte one class-table load; a
 // table name that is not lower-case ASCII is lower-cased once per Analyzer
