@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/resultcache"
+	"github.com/tether-php/tether/internal/sqltext"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -228,33 +229,11 @@ func mayWrite(op wire.Op, sql string) bool {
 	return true
 }
 
-// firstKeyword returns a statement's first word, upper-cased, past white
-// space, comments and opening parentheses; "" when there is none. It
-// allocates only for a word not already upper-case.
+// firstKeyword returns a statement's first keyword, upper-cased; "" when its
+// text starts with none.
 func firstKeyword(sql string) string {
-	i := 0
-	for i < len(sql) {
-		c := sql[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(':
-			i++
-		case c == '-' && i+1 < len(sql) && sql[i+1] == '-', c == '#':
-			for i < len(sql) && sql[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
-			end := strings.Index(sql[i+2:], "*/")
-			if end < 0 {
-				return ""
-			}
-			i += end + 4
-		default:
-			j := i
-			for j < len(sql) && (sql[j] == '_' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z') {
-				j++
-			}
-			return strings.ToUpper(sql[i:j])
-		}
+	if w := sqltext.Keywords(sql, 1); len(w) == 1 {
+		return w[0]
 	}
 	return ""
 }
