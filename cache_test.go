@@ -3,7 +3,10 @@ package tether_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,6 +200,114 @@ func TestCache_MergesIdenticalReads(t *testing.T) {
 			}
 			if v := firstValue(t, c.do(probe(5, 101))); v != "10" || calls() != 2 {
 				t.Errorf("another parameter: %s, and %d runs on the server (want 10, 2)", v, calls())
+			}
+		})
+	}
+}
+
+// TestCache_NoStaleReads is the concurrent checker of issue 12: clients write
+// and read the same keys through tetherd with the cache on (writes by exec, in
+// transactions and in batches; reads cached, merged); every read is checked
+// against the history: a read that began after a write was acknowledged must
+// not return a value older than that write. Values only grow (each write sets
+// a key to the greatest of its value and a new version), so "older" is "less".
+func TestCache_NoStaleReads(t *testing.T) {
+	ops := 100000 // per database; TETHER_CACHE_CHECK_OPS for a longer stress run
+	if v, err := strconv.Atoi(os.Getenv("TETHER_CACHE_CHECK_OPS")); err == nil && v > 0 {
+		ops = v
+	}
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, nil)
+			ctx := context.Background()
+			const keys, clients = 8, 12
+			setup := dial(t, ts)
+			setup.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS cache_kv"})
+			setup.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE cache_kv (k INT PRIMARY KEY, v BIGINT NOT NULL)"})
+			t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS cache_kv") })
+			for k := 0; k < keys; k++ {
+				setup.ok(wire.Request{ID: 3, Op: wire.OpExec, Backend: "db", SQL: fmt.Sprintf("INSERT INTO cache_kv VALUES (%d, 0)", k)})
+			}
+			var (
+				mu      sync.Mutex
+				acked   [keys]int64 // the greatest version acknowledged per key
+				version atomic.Int64
+				stale   atomic.Int64
+				reads   atomic.Int64
+				writes  atomic.Int64
+				first   atomic.Value
+			)
+			write := fmt.Sprintf("UPDATE cache_kv SET v = GREATEST(v, %s) WHERE k = %s", d.p(1), d.p(2))
+			read := "SELECT v FROM cache_kv WHERE k = " + d.p(1)
+			var wg sync.WaitGroup
+			per := ops / clients
+			for ci := 0; ci < clients; ci++ {
+				wg.Add(1)
+				go func(ci int) {
+					defer wg.Done()
+					c := dial(t, ts)
+					rng := uint64(ci)*0x9E3779B97F4A7C15 + 1
+					next := func(n int) int {
+						rng ^= rng << 13
+						rng ^= rng >> 7
+						rng ^= rng << 17
+						return int(rng % uint64(n))
+					}
+					ack := func(k int, v int64) {
+						mu.Lock()
+						if v > acked[k] {
+							acked[k] = v
+						}
+						mu.Unlock()
+						writes.Add(1)
+					}
+					for i := 0; i < per; i++ {
+						k := next(keys)
+						id := uint32(i%1000 + 1)
+						switch op := next(20); {
+						case op < 2: // exec
+							v := version.Add(1)
+							c.ok(wire.Request{ID: id, Op: wire.OpExec, Backend: "db", SQL: write, Params: []any{v, int64(k)}})
+							ack(k, v)
+						case op < 3: // a transaction
+							v := version.Add(1)
+							tx := toUint(c.ok(wire.Request{ID: id, Op: wire.OpBegin, Backend: "db"}).Fields["tx"])
+							c.ok(wire.Request{ID: id, Op: wire.OpExec, Tx: tx, SQL: write, Params: []any{v, int64(k)}})
+							c.ok(wire.Request{ID: id, Op: wire.OpCommit, Tx: tx})
+							ack(k, v)
+						case op < 4: // a batch
+							v := version.Add(1)
+							res := c.ok(wire.Request{ID: id, Op: wire.OpBatch, Ops: []wire.Request{
+								{Op: wire.OpExec, Backend: "db", SQL: write, Params: []any{v, int64(k)}},
+							}}).Fields["results"].([]any)
+							if e, _ := res[0].(map[string]any)["error"]; e != nil {
+								t.Errorf("batch write: %v", e)
+								return
+							}
+							ack(k, v)
+						default: // a cached read
+							mu.Lock()
+							floor := acked[k]
+							mu.Unlock()
+							rep := c.do(wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: read, Params: []any{int64(k)}, CacheTTLMS: 60000})
+							got, err := strconv.ParseInt(firstValue(t, rep), 10, 64)
+							if err != nil {
+								t.Errorf("read: %v", err)
+								return
+							}
+							reads.Add(1)
+							if got < floor {
+								stale.Add(1)
+								first.CompareAndSwap(nil, fmt.Sprintf("key %d read %d after %d was acknowledged", k, got, floor))
+							}
+						}
+					}
+				}(ci)
+			}
+			wg.Wait()
+			t.Logf("%d reads, %d writes by %d clients on %d keys: %d stale", reads.Load(), writes.Load(), clients, keys, stale.Load())
+			if n := stale.Load(); n > 0 {
+				t.Errorf("%d stale reads; the first: %v", n, first.Load())
 			}
 		})
 	}
