@@ -58,6 +58,8 @@ const TABLE_ROWS = 10000;
 const REFERENCE = 'mysqli-p-prepared';
 /** The CPU the pinned rows run on, and those rows (the ones the solo targets need; the p: and new-connection rows not). */
 const PIN_CPU = 0;
+/** CACHED_IDS is how many rows the cache-hit rows read: few enough for the warm-up to cache every one. */
+const CACHED_IDS = 50;
 const PINNED_ROWS = ['tether-ping-raw', 'tether-ping-client', 'tether-read-raw', 'tether-read-client', 'mysqli-open-prepared',
     'tether-pg-read-raw', 'tether-pg-read-client', 'pg-open-prepared'];
 
@@ -410,6 +412,15 @@ function calls(): array
                 check_row($c->queryOne(SQL_POINT, [$id])['id'] ?? null, $id);
             };
         }],
+        // A read answered from tetherd's result cache (cacheTtlMs): the ids cycle through CACHED_IDS rows, which the
+        // warm-up puts in the cache, so every measured call is a hit (issue 12: a hit should cost about a ping).
+        'tether-read-cached' => ['label' => 'Tether point read, cache hit, PHP client', 'group' => 'read', 'tether' => true, 'db' => 'mariadb', 'client' => true, 'make' => static function () {
+            $c = new Tether\Client(['socket' => Cfg::$tetherSocket]);
+            return static function (int $id) use ($c): void {
+                $hot = $id % CACHED_IDS + 1;
+                check_row($c->queryOne(SQL_POINT, [$hot], null, null, 600000)['id'] ?? null, $hot);
+            };
+        }],
         'mysqli-new' => ['label' => 'mysqli new connection per call, prepared', 'group' => 'read', 'tether' => false, 'db' => 'mariadb', 'newconn' => true, 'make' => static function () {
             return static function (int $id): void {
                 $m = mysqli_open();
@@ -716,6 +727,7 @@ function worker_main(array $argv): int
         ['ping', 'client'] => 'tether-ping-client',
         ['read', 'raw'] => 'tether-read-raw',
         ['read', 'client'] => 'tether-read-client',
+        ['cached', 'client'], ['cached', 'raw'] => 'tether-read-cached',
         ['pgread', 'raw'] => 'tether-pg-read-raw',
         ['pgread', 'client'] => 'tether-pg-read-client',
         ['read', 'mysqli-p'] => 'mysqli-p-prepared',
@@ -847,6 +859,17 @@ function targets(array $rows, array $pinnedRows, array $loads): array
             $add("tetherd CPU per $db point read / per ping, under load", sprintf('%s / %s us = %sx', f($r), f($p), $v === null ? '-' : fv($v, 2.0, 2)),
                 $v, 2.0, '2x', 'no clock tick of tetherd CPU during the pings: too few calls');
         }
+    }
+    // The result cache (issue 12): a hit should cost tetherd about what a ping does, and take about as long.
+    if (isset($load['ping'], $load['cached']) && $load['ping']['tetherd_ticks'] > 0) {
+        $h = $load['cached']['tetherd_cpu_us'];
+        $p = $load['ping']['tetherd_cpu_us'];
+        $add('tetherd CPU per cache hit / per ping, under load', sprintf('%s / %s us = %sx', f($h), f($p), fv($h / $p, 1.2, 2)), $h / $p, 1.2, '1.2x');
+    }
+    $pingKey = isset($byKey['tether-read-client']) ? 'tether-ping-client' : 'tether-ping-raw';
+    if (isset($byKey['tether-read-cached'], $byKey[$pingKey])) {
+        $v = $byKey['tether-read-cached']['p50'] / $byKey[$pingKey]['p50'];
+        $add("{$byKey['tether-read-cached']['label']} p50 / {$byKey[$pingKey]['label']} p50", fv($v, 1.2, 2), $v, 1.2, '1.2x');
     }
     // 2 and 3, from the rows pinned to one CPU.
     foreach (solo_checks(array_column($pinnedRows, null, 'key')) as [$what, $shown, $v, $limit, $limitShown]) {
@@ -1061,6 +1084,8 @@ function main(array $argv): int
     $loads[] = run_load("Tether PostgreSQL point read ($viaLabel)", 'pgread', $via, $opt['procs'], $opt['load_reads'], $admin, $pgAdmin);
     $conns['tether_pg_max'] = end($loads)['tether_pg_conns_max'];
     $conns['tether_pg_after'] = tether_pg_conns($pgAdmin);
+    progress("load: {$opt['procs']} x {$opt['load_pings']} Tether point reads answered from the cache");
+    $loads[] = run_load('Tether point read, cache hit (PHP client)', 'cached', 'client', $opt['procs'], $opt['load_pings'], $admin, $pgAdmin);
     progress("load: {$opt['procs']} x {$opt['load_reads']} mysqli p: prepared point reads");
     $loads[] = run_load('mysqli p: point read, prepared', 'read', 'mysqli-p', $opt['procs'], $opt['load_reads'], $admin, $pgAdmin);
     $conns['tether_end'] = tether_conns($admin);
