@@ -64,7 +64,7 @@ type cachedRead struct {
 // is not one the cache may hold (then the caller runs it as usual).
 func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loopsql.Backend) bool {
 	used := s.cacheUsed[t.name]
-	if s.cache == nil || used == nil || r.Op != wire.OpQuery || r.CacheTTLMS <= 0 || !cacheableRead(r.SQL) {
+	if s.cache == nil || used == nil || r.Op != wire.OpQuery || r.CacheTTLMS <= 0 || !s.cacheableText(r.SQL) {
 		return false
 	}
 	used.Store(true) // before Begin: from now on, writes to t drop what it stores
@@ -180,17 +180,34 @@ func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 	}
 }
 
+// maxCacheableMemo bounds the SQL texts whose cacheability is remembered.
+const maxCacheableMemo = 4096
+
+// cacheableText is cacheableRead, remembered per SQL text: a page sends the
+// same few statements again and again, and the look at the text costs more
+// than a cache hit's lookup. Loop goroutine only.
+func (s *Server) cacheableText(sql string) bool {
+	if ok, seen := s.cacheableMemo[sql]; seen {
+		return ok
+	}
+	if s.cacheableMemo == nil || len(s.cacheableMemo) >= maxCacheableMemo {
+		s.cacheableMemo = make(map[string]bool, 64)
+	}
+	ok := cacheableRead(sql)
+	s.cacheableMemo[sql] = ok
+	return ok
+}
+
 // cacheableRead reports whether a query's result may be cached: a plain
 // SELECT (or SHOW) that names none of the functions whose results change
 // without a write (time, randomness, sequences, the session's own state) and
 // takes no locks. It is a look at the text, erring towards "no".
 func cacheableRead(sql string) bool {
-	if firstKeyword(sql) != "SELECT" {
+	if !strings.EqualFold(sqltext.First(sql), "SELECT") {
 		return false
 	}
-	up := strings.ToUpper(sql)
 	for _, n := range uncacheable {
-		if strings.Contains(up, n) {
+		if sqltext.ContainsFold(sql, n) {
 			return false
 		}
 	}
@@ -217,23 +234,15 @@ func mayWrite(op wire.Op, sql string) bool {
 	if op != wire.OpQuery {
 		return true
 	}
-	switch firstKeyword(sql) {
-	case "SHOW", "DESCRIBE", "DESC", "EXPLAIN":
+	// Called on every statement once a backend's results are cached: a look
+	// that does not allocate.
+	switch w := sqltext.First(sql); {
+	case strings.EqualFold(w, "SELECT"):
+		// SELECT ... INTO a new table (PostgreSQL) is told apart from the
+		// text; a function that writes is not (see docs/operations.md).
+		return sqltext.ContainsFold(sql, "INTO")
+	case strings.EqualFold(w, "SHOW"), strings.EqualFold(w, "DESCRIBE"), strings.EqualFold(w, "DESC"), strings.EqualFold(w, "EXPLAIN"):
 		return false
-	case "SELECT":
-		// SELECT ... INTO a new table (PostgreSQL) or a function that writes
-		// are not told apart from the text: INTO is, functions are not (see
-		// docs/operations.md).
-		return strings.Contains(strings.ToUpper(sql), "INTO")
 	}
 	return true
-}
-
-// firstKeyword returns a statement's first keyword, upper-cased; "" when its
-// text starts with none.
-func firstKeyword(sql string) string {
-	if w := sqltext.Keywords(sql, 1); len(w) == 1 {
-		return w[0]
-	}
-	return ""
 }

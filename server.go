@@ -74,8 +74,9 @@ type Server struct {
 	// The shared result cache (cache.go), nil when off; cacheUsed says, per
 	// backend, whether a query has asked for it yet (until then, writes have
 	// nothing to drop, and their text is not looked at).
-	cache     *resultcache.Cache
-	cacheUsed map[string]*atomic.Bool
+	cache         *resultcache.Cache
+	cacheUsed     map[string]*atomic.Bool
+	cacheableMemo map[string]bool // cacheableRead per SQL text; loop goroutine only
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.

@@ -43,3 +43,59 @@ func Keywords(sql string, n int) []string {
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
+
+// First returns a statement's first word as it is written (not upper-cased:
+// compare it with strings.EqualFold), past white space, comments and opening
+// parentheses; "" when the text starts with none. It does not allocate.
+func First(sql string) string {
+	i := 0
+	for i < len(sql) {
+		c := sql[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '(' || c == ';':
+			i++
+		case c == '-' && i+1 < len(sql) && sql[i+1] == '-', c == '#':
+			for i < len(sql) && sql[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
+			end := strings.Index(sql[i+2:], "*/")
+			if end < 0 {
+				return ""
+			}
+			i += end + 4
+		case isWordByte(c):
+			j := i
+			for j < len(sql) && isWordByte(sql[j]) {
+				j++
+			}
+			return sql[i:j]
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// ContainsFold reports whether sql contains word, an upper-case ASCII word,
+// in any case. It does not allocate.
+func ContainsFold(sql, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(sql); i++ {
+		j := 0
+		for j < n {
+			c := sql[i+j]
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}

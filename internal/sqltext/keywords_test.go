@@ -28,3 +28,17 @@ func TestKeywords(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstAndContainsFold(t *testing.T) {
+	for sql, want := range map[string]string{"select 1": "select", " /* c */ (Show tables": "Show", "'x'": "", "": ""} {
+		if got := sqltext.First(sql); got != want {
+			t.Errorf("First(%q) = %q, want %q", sql, got, want)
+		}
+	}
+	if !sqltext.ContainsFold("select a into @x", "INTO") || sqltext.ContainsFold("select a", "INTO") || sqltext.ContainsFold("IN", "INTO") {
+		t.Error("ContainsFold")
+	}
+	if n := testing.AllocsPerRun(100, func() { sqltext.First("select id from t"); sqltext.ContainsFold("select id from t", "INTO") }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}
