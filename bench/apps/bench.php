@@ -56,7 +56,9 @@ const APPS = [
 const ROWS = [
     ['key' => 'wp-native', 'app' => 'wordpress', 'label' => "native: WordPress's wpdb (mysqli, connect per request)", 'page' => 'wp-native/',
         'user' => 'wp_native', 'role' => 'native'],
-    ['key' => 'wp-tether', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in', 'page' => 'wp-tether/',
+    ['key' => 'wp-tether', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in (its default: a socket per request)', 'page' => 'wp-tether/',
+        'user' => 'tetherd', 'role' => 'tether'],
+    ['key' => 'wp-tether-persistent', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in, TETHER_PERSISTENT', 'page' => 'wp-tether-persistent/',
         'user' => 'tetherd', 'role' => 'tether'],
     ['key' => 'lv-native', 'app' => 'laravel', 'label' => 'native: PDO mysql, not persistent (Laravel default)', 'page' => 'laravel-native.php',
         'user' => 'lv_native', 'role' => 'native'],
@@ -602,7 +604,7 @@ function report(array $argv): int
                 $c['x_native'] = isset($byRow[$native]) ? ratio($runs, $byRow[$native]) : null;
                 $cells[$server][$sk][$key] = $c;
                 if ($rowsByKey[$key]['role'] === 'tether' && $c['x_native'] !== null) {
-                    $targets[$rowsByKey[$key]['app']][$server][$sk] = ['ratio' => $c['x_native'], 'conns' => $c['conns_peak'],
+                    $targets[$key][$server][$sk] = ['ratio' => $c['x_native'], 'conns' => $c['conns_peak'],
                         'met' => $c['x_native'] >= 1.0 && $c['conns_peak'] <= $pool];
                 }
             }
@@ -645,7 +647,7 @@ function report(array $argv): int
     echo "Tether's req/s over the native page's (median of the per-round ratios, both measured in the same round and "
         . "setting), and the most backend connections tetherd held; target: >= 1.00x with at most the pool ($pool).\n\n";
     echo '| page | server | ' . implode(' | ', $settingLabels) . " |\n|---|---|" . str_repeat('---:|', count($settingLabels)) . "\n";
-    foreach ($targets as $app => $byServer) {
+    foreach ($targets as $key => $byServer) {
         foreach ($byServer as $server => $bySet) {
             $out = [];
             foreach (array_keys(SETTINGS) as $sk) {
@@ -653,7 +655,7 @@ function report(array $argv): int
                 $out[] = $t === null ? '-' : sprintf('%s, %d conns %s', fmt($t['ratio'], round($t['ratio'], 2) >= 1.0 && $t['ratio'] < 1.0 ? 3 : 2),
                     $t['conns'], $t['met'] ? 'met' : '**not met**');
             }
-            printf("| %s | %s | %s |\n", APPS[$app], SERVER_NAMES[$server] ?? $server, implode(' | ', $out));
+            printf("| %s, %s | %s | %s |\n", APPS[$rowsByKey[$key]['app']], $rowsByKey[$key]['label'], SERVER_NAMES[$server] ?? $server, implode(' | ', $out));
         }
     }
 
@@ -692,7 +694,7 @@ function report(array $argv): int
                 $sum = static fn (array $c): float => array_sum($c);
                 $signed = static fn (float $v): string => ($v >= 0 ? '+' : '-') . number_format(abs($v));
                 $d = static fn (string $k): string => $signed($t[$k] - $native[$k]);
-                printf("| %s | %s | %s | %s | %s (%+.1f%%) | %s | %s | %s |\n", $appLabel, SERVER_NAMES[$server] ?? $server,
+                printf("| %s, %s | %s | %s | %s | %s (%+.1f%%) | %s | %s | %s |\n", $appLabel, $row['label'], SERVER_NAMES[$server] ?? $server,
                     fmt($sum($native)), fmt($sum($t)), $signed($sum($t) - $sum($native)), 100 * ($sum($t) / $sum($native) - 1),
                     $d('tetherd'), $d('mariadb'), $d('web'));
             }

@@ -3,14 +3,16 @@
 /*
  * bench/apps/www/wp/wp-config.php: the configuration of the benchmark's two WordPress sites, "native" (WordPress's
  * own wpdb on mysqli) and "tether" (the same, with Tether's db.php drop-in in its content directory). Both use the
- * same database and table prefix; only the way to the database differs. BENCH_WP_SITE names the site; the site's
+ * same database and table prefix; only the way to the database differs. A third site, "tether-persistent", is the
+ * tether one with TETHER_PERSISTENT (the drop-in keeps its socket to tetherd, and its session, across the requests of
+ * a PHP worker; the drop-in's default is a socket per request). BENCH_WP_SITE names the site; the site's
  * front page (htdocs/wp-SITE/index.php) and bench/apps/setup-wordpress.php define it. WordPress itself is Debian's
  * package (/usr/share/wordpress), its themes and plugins shared by both content directories (symlinks).
  */
 
 $bench = require __DIR__ . '/../config.php';
-if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether'], true)) {
-    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native or tether');
+if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether', 'tether-persistent'], true)) {
+    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native, tether or tether-persistent');
 }
 
 define('DB_NAME', $bench['db_name']);
@@ -21,13 +23,14 @@ define('DB_CHARSET', 'utf8mb4');
 define('DB_COLLATE', '');
 $table_prefix = 'wp_';
 
-if (BENCH_WP_SITE === 'tether') {
+if (BENCH_WP_SITE !== 'native') {
     // The drop-in's settings (clients/php-wordpress/README.md): tetherd holds the credentials.
     define('TETHER_SOCKET', $bench['tether_socket']);
     define('TETHER_BACKEND', $bench['tether_backend']);
+    define('TETHER_PERSISTENT', BENCH_WP_SITE === 'tether-persistent');
 }
 
-define('WP_CONTENT_DIR', __DIR__ . '/content-' . BENCH_WP_SITE);
+define('WP_CONTENT_DIR', __DIR__ . '/content-' . (BENCH_WP_SITE === 'native' ? 'native' : 'tether'));
 $bench_host = preg_replace('/[^A-Za-z0-9.:\-]/', '', $_SERVER['HTTP_HOST'] ?? '127.0.0.1');
 define('WP_HOME', 'http://' . $bench_host . '/wp-' . BENCH_WP_SITE);
 define('WP_SITEURL', WP_HOME);
