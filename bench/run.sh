@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh: the benchmark suite (`make bench`): the CLI benchmark (bench/cli/run.sh), the web-server
-# benchmark (bench/web/run.sh), then the fan-out and join benchmark (bench/fanout/run.sh). See docs/benchmarks.md.
+# benchmark (bench/web/run.sh), the application pages (bench/apps/run.sh: WordPress and Laravel, natively and
+# through Tether), then the fan-out and join benchmark (bench/fanout/run.sh). See docs/benchmarks.md.
 #
 #   bash bench/run.sh [--quick] [--write]
 #
@@ -18,7 +19,7 @@ while (($#)); do
 		exit 0
 		;;
 	*)
-		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh or bench/fanout/run.sh)" >&2
+		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh, bench/apps/run.sh or bench/fanout/run.sh)" >&2
 		exit 2
 		;;
 	esac
@@ -28,5 +29,7 @@ done
 bash "$ROOT/bench/cli/run.sh" "${args[@]}"
 echo
 bash "$ROOT/bench/web/run.sh" "${args[@]}"
+echo
+bash "$ROOT/bench/apps/run.sh" "${args[@]}"
 echo
 bash "$ROOT/bench/fanout/run.sh" "${args[@]}"
