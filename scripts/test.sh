@@ -20,9 +20,11 @@
 # 11. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
 # 12. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
 #                  expected and serves ab's load without a failed request (no timing asserted)
-# 13. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
+# 13. app bench    bench/apps/run.sh --quick: the WordPress and Laravel pages, native and through Tether, under both
+#                  web servers answer as expected without a failed request (no timing asserted)
+# 14. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
 #                  E4 (joins: Tether and PDO return the same rows) run end to end (no timing asserted)
-# 14. faults       tests/faults/run.sh --quick: every fault campaign (killed workers, backend restarts, overload,
+# 15. faults       tests/faults/run.sh --quick: every fault campaign (killed workers, backend restarts, overload,
 #                  memory attacks, signals, HTTP escapes, fuzzing) at a small scale; each invariant is judged
 #                  (docs/reliability.md; the full run is `make faults`)
 #
@@ -90,7 +92,7 @@ cleanup() {
 	stop_postgres
 	stop_cassandra
 	if ((rc == 0)); then
-		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, the DBAL, Laravel and WordPress integrations, quickstart, the three benchmarks --quick, the fault suite --quick)\n' "$(since "$T_START")"
+		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, the DBAL, Laravel and WordPress integrations, quickstart, the four benchmarks --quick, the fault suite --quick)\n' "$(since "$T_START")"
 	else
 		printf '\n==> make test: FAILED at step "%s" (exit %s) after %ss; logs in %s\n' \
 			"$STEP" "$rc" "$(since "$T_START")" "$TEST_DIR" >&2
@@ -324,12 +326,21 @@ for server in 'apache2 prefork + mod_php' 'nginx + php-fpm'; do
 done
 
 # --- 13 --------------------------------------------------------------------------------------------------------
+# The application pages (WordPress, Laravel), native and through Tether: its own throwaway MariaDB, tetherd and web
+# servers; each page's body is checked and any failed request fails; timings are not asserted.
+step "app bench (quick)"
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
+	bash bench/apps/run.sh --quick >"$TEST_DIR/app-bench-quick.md" 2>"$TEST_DIR/app-bench-quick.log" ||
+	{ tail_file "$TEST_DIR/app-bench-quick.log"; die "bench/apps/run.sh --quick failed"; }
+
+# --- 14 --------------------------------------------------------------------------------------------------------
 step "fanout bench (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
 	bash bench/fanout/run.sh --quick >"$TEST_DIR/fanout-bench-quick.md" 2>"$TEST_DIR/fanout-bench-quick.log" ||
 	{ tail_file "$TEST_DIR/fanout-bench-quick.log"; die "bench/fanout/run.sh --quick failed"; }
 
-# --- 14 --------------------------------------------------------------------------------------------------------
+# --- 15 --------------------------------------------------------------------------------------------------------
 # The fault suite, small: its own throwaway MariaDB, PostgreSQL, nginx and tetherds; a failed invariant fails.
 step "faults (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
