@@ -104,4 +104,9 @@ type PoolStats struct {
 	InUse   int
 	Idle    int
 	Waiting int64 // total number of waits for a free connection so far
+	// Resets is how many times a connection was reset (MySQL
+	// COM_RESET_CONNECTION, PostgreSQL DISCARD ALL) because a statement left
+	// session state that cannot follow its client; each drops the
+	// connection's prepared statements.
+	Resets int64
 }

@@ -866,3 +866,46 @@ func TestLoopSQL_ProcedureResults(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopSQL_SessionSettingsNeedNoReset: clients that each set their session
+// as WordPress does on connect (SET NAMES with a collation, sql_mode) and
+// leave, one after another on one pooled connection, cost no reset of it: the
+// settings are applied and unapplied, and the connection keeps its prepared
+// statements. (Bringing a connection back to another client's settings took
+// the character set change for unpooled state, and reset it every time.)
+func TestLoopSQL_SessionSettingsNeedNoReset(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		if d.typ != "mysql" {
+			continue // the collation read-back is MariaDB's
+		}
+		bc := tether.DefaultBackendConfig(d.typ, d.dsn)
+		bc.MaxConns, bc.MinConns = 1, 1
+		b, err := mysql.New(bc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := startServerWith(t, func(c *tether.Config) { c.Backends["db"] = bc }, map[string]tether.Backend{"db": b})
+		collation := "SELECT @@collation_connection"
+		fresh := dial(t, ts)
+		baseline := firstValue(t, fresh.do(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: collation}))
+		fresh.conn.Close()
+		for i := 0; i < 20; i++ {
+			c := dial(t, ts)
+			if i%2 == 0 { // every other client keeps the server's defaults
+				c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "SET NAMES 'utf8mb4' COLLATE 'utf8mb4_unicode_520_ci'"})
+				c.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "SET SESSION sql_mode = 'NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO'"})
+			}
+			want := "utf8mb4_unicode_520_ci"
+			if i%2 == 1 {
+				want = baseline // what a client that set nothing has
+			}
+			if got := firstValue(t, c.do(wire.Request{ID: 3, Op: wire.OpQuery, Backend: "db", SQL: collation})); got != want {
+				t.Errorf("client %d: collation %s, want %s", i, got, want)
+			}
+			c.conn.Close()
+		}
+		if n := b.Stats().Resets; n != 0 {
+			t.Errorf("20 clients with and without session settings: %d resets of the pooled connection, want 0", n)
+		}
+	}
+}

@@ -126,6 +126,7 @@ type Pool struct {
 	// For Stats, from any goroutine.
 	stOpen, stInUse, stIdle atomic.Int64
 	stWaits                 atomic.Int64
+	stResets                atomic.Int64 // connections reset for session state a client left
 
 	janitorStop chan struct{}
 	janitorDone chan struct{}
@@ -277,7 +278,8 @@ func (p *Pool) closedErr() error {
 
 // Stats implements tether.Backend.
 func (p *Pool) Stats() tether.PoolStats {
-	return tether.PoolStats{Open: int(p.stOpen.Load()), InUse: int(p.stInUse.Load()), Idle: int(p.stIdle.Load()), Waiting: p.stWaits.Load()}
+	return tether.PoolStats{Open: int(p.stOpen.Load()), InUse: int(p.stInUse.Load()), Idle: int(p.stIdle.Load()), Waiting: p.stWaits.Load(),
+		Resets: p.stResets.Load()}
 }
 
 func (p *Pool) updateStats() {
@@ -484,6 +486,7 @@ func (p *Pool) release(c *Conn) {
 	}
 	if c.dirty != "" {
 		c.state = stateResetting
+		p.stResets.Add(1)
 		why := c.dirty
 		p.send(c, &Request{Kind: KindReset, Done: func(r *Request) {
 			if r.Err != nil {
@@ -729,7 +732,12 @@ func (p *Pool) settle(c *Conn, r *Request) {
 			r.Tx.Client.Profile = c.profile
 		}
 	}
-	if rep.Unpooled != "" && c.dirty == "" {
+	// tetherd's own statements that set the pooled variables to a profile
+	// (KindApply) or set a reset session up (KindReset) leave nothing but
+	// those: what the report makes of them (MariaDB does not report the
+	// collation a character set change brings) must not send the connection
+	// to a reset, which would also drop its prepared statements.
+	if rep.Unpooled != "" && c.dirty == "" && r.Kind != KindApply && r.Kind != KindReset {
 		c.dirty = rep.Unpooled
 	}
 	if c.tx == nil && (r.Kind == KindQuery || r.Kind == KindExec) {
