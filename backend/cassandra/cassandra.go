@@ -176,9 +176,30 @@ func (b *Backend) Close(ctx context.Context) error {
 	}
 	close(b.stop)
 	<-b.healed
-	b.sess.Load().Close()
+	// gocql's Session.Close can block for good when it comes while the
+	// control connection reconnects (its heartbeat waits on a schema refresh
+	// that the close has stopped): seen in the tests after nodes were taken
+	// down. tetherd's shutdown must not hang on it: wait a bounded time, then
+	// leave the driver to finish on its own.
+	done := make(chan struct{})
+	go func() {
+		b.sess.Load().Close()
+		close(done)
+	}()
+	wait := sessionCloseWait
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > wait {
+		wait = time.Until(d)
+	}
+	select {
+	case <-done:
+	case <-time.After(wait):
+		b.log().Warn("cassandra: the driver's session did not close in time; leaving it to close on its own", "waited", wait)
+	}
 	return nil
 }
+
+// sessionCloseWait bounds how long Close waits for the driver's session.
+const sessionCloseWait = 5 * time.Second
 
 // Stats implements tether.Backend. Connections multiplex requests, so the
 // numbers differ from a SQL pool's: Open is the connections of the nodes that
