@@ -10,45 +10,28 @@ import "strings"
 // statement's head, enough to tell what kind of statement it is.
 func Keywords(sql string, n int) []string {
 	words := make([]string, 0, n)
-	i := 0
-	for i < len(sql) && len(words) < n {
-		c := sql[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '(' || c == ';':
-			i++
-		case c == '-' && i+1 < len(sql) && sql[i+1] == '-', c == '#':
-			for i < len(sql) && sql[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
-			end := strings.Index(sql[i+2:], "*/")
-			if end < 0 {
-				return words
-			}
-			i += end + 4
-		case isWordByte(c):
-			j := i
-			for j < len(sql) && isWordByte(sql[j]) {
-				j++
-			}
-			words = append(words, strings.ToUpper(sql[i:j]))
-			i = j
-		default:
-			return words
+	for i := 0; len(words) < n; {
+		var w string
+		if w, i = next(sql, i); w == "" {
+			break
 		}
+		words = append(words, strings.ToUpper(w))
 	}
 	return words
-}
-
-func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // First returns a statement's first word as it is written (not upper-cased:
 // compare it with strings.EqualFold), past white space, comments and opening
 // parentheses; "" when the text starts with none. It does not allocate.
 func First(sql string) string {
-	i := 0
+	w, _ := next(sql, 0)
+	return w
+}
+
+// next returns the word that starts at i or after white space, comments,
+// parentheses and semicolons there, and the index just past it; "" when
+// something else (a quote, an operator, the end) comes first.
+func next(sql string, i int) (string, int) {
 	for i < len(sql) {
 		c := sql[i]
 		switch {
@@ -61,7 +44,7 @@ func First(sql string) string {
 		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
 			end := strings.Index(sql[i+2:], "*/")
 			if end < 0 {
-				return ""
+				return "", len(sql)
 			}
 			i += end + 4
 		case isWordByte(c):
@@ -69,12 +52,16 @@ func First(sql string) string {
 			for j < len(sql) && isWordByte(sql[j]) {
 				j++
 			}
-			return sql[i:j]
+			return sql[i:j], j
 		default:
-			return ""
+			return "", i
 		}
 	}
-	return ""
+	return "", i
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // ContainsFold reports whether sql contains word, an upper-case ASCII word,
