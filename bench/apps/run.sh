@@ -32,7 +32,7 @@
 #                             run to last about S seconds), --only KEY,KEY (rows), --settings c10,c10k,c100
 #
 # Environment (all optional): BENCH_APPS_NGINX_PORT (18180), BENCH_APPS_APACHE_PORT (18181), BENCH_APPS_MARIADB_PORT
-# (47306): first port tried, the next free one is taken if busy; BENCH_APPS_POOL (4): tetherd's pool;
+# (22306): first port tried, the next free one is taken if busy; BENCH_APPS_POOL (4): tetherd's pool;
 # BENCH_APPS_FPM_CHILDREN (4 x nproc); BENCH_APPS_APACHE_WORKERS (150, Debian's MaxRequestWorkers).
 set -euo pipefail
 
@@ -221,7 +221,7 @@ done
 # userstat: information_schema.USER_STATISTICS counts statements and connections per database user, so that each
 # row's own statements per page can be read apart from the driver's and the other rows'. Every PHP worker may hold
 # a persistent PDO link (apache2's 150), and -c 100 native rows add up to 100 more.
-TETHER_MARIADB_PORT=${BENCH_APPS_MARIADB_PORT:-47306} \
+TETHER_MARIADB_PORT=${BENCH_APPS_MARIADB_PORT:-22306} \
 	TETHER_MARIADB_OPTS="--max-connections=1000 --userstat=1 --tmpdir=$APPS/mariadb-tmp ${TETHER_MARIADB_OPTS:-}" \
 	start_mariadb "$APPS/mariadb"
 MYSQL=$(_db_bin mariadb mysql)

@@ -29,8 +29,8 @@
 #                             S seconds from a calibration run), --only KEY,KEY (rows), --settings c10,c10k,c100,c100k
 #
 # Environment (all optional): BENCH_WEB_NGINX_PORT (18080), BENCH_WEB_APACHE_PORT (18081), BENCH_WEB_APACHE_FRESH_PORT
-# (18082), BENCH_WEB_GO_PORT (18089), BENCH_WEB_MARIADB_PORT (43306), BENCH_WEB_PG_PORT (45432),
-# BENCH_WEB_PGBOUNCER_PORT (46432), BENCH_WEB_CASSANDRA_PORT (19242; storage 17200, JMX 17299),
+# (18082), BENCH_WEB_GO_PORT (18089), BENCH_WEB_MARIADB_PORT (21306), BENCH_WEB_PG_PORT (21432),
+# BENCH_WEB_PGBOUNCER_PORT (21532), BENCH_WEB_CASSANDRA_PORT (19242; storage 17200, JMX 17299),
 # BENCH_WEB_BIGTABLE_PORT (18086): first port tried, the next free one is taken if busy; BENCH_WEB_POOL (4):
 # connections per pool of tetherd, pgbouncer and the Go service (on Cassandra: per node); BENCH_WEB_FPM_CHILDREN
 # (4 x nproc); BENCH_WEB_APACHE_WORKERS (150, Debian's MaxRequestWorkers); BENCH_WEB_FRESH_WORKERS (apache2: 32 spare
@@ -232,9 +232,9 @@ go build -o "$WEB/bigtable/btemulator" cloud.google.com/go/bigtable/cmd/emulator
 # and connect-per-request rows add up to -c more.
 # Its own tmpdir: /tmp is shared with whatever else runs on the machine.
 mkdir -p "$WEB/mariadb-tmp"
-TETHER_MARIADB_PORT=${BENCH_WEB_MARIADB_PORT:-43306} \
+TETHER_MARIADB_PORT=${BENCH_WEB_MARIADB_PORT:-21306} \
 	TETHER_MARIADB_OPTS="--max-connections=2000 --tmpdir=$WEB/mariadb-tmp ${TETHER_MARIADB_OPTS:-}" start_mariadb "$WEB/mariadb"
-TETHER_PG_PORT=${BENCH_WEB_PG_PORT:-45432} TETHER_PG_CONF="max_connections = 600
+TETHER_PG_PORT=${BENCH_WEB_PG_PORT:-21432} TETHER_PG_CONF="max_connections = 600
 ${TETHER_PG_CONF:-}" start_postgres "$WEB/pg"
 
 # One database user per way in, so that each row's backend connections can be counted apart (passwords = names);
@@ -304,7 +304,7 @@ await "bigtable emulator" "$BTEMULATOR_PID" "$WEB/bigtable/btemulator.log" 15 gr
 # ---------------------------------------------------------------------------------------------------------------
 # pgbouncer, tetherd, the Go service
 
-PGBOUNCER_PORT=$(free_port "${BENCH_WEB_PGBOUNCER_PORT:-46432}")
+PGBOUNCER_PORT=$(free_port "${BENCH_WEB_PGBOUNCER_PORT:-21532}")
 chown postgres: "$WEB/pgbouncer"
 render bench/web/conf/pgbouncer.ini "$WEB/pgbouncer/pgbouncer.ini" DIR="$WEB/pgbouncer" PORT="$PGBOUNCER_PORT" \
 	DB="$DB" PG_SOCKET_DIR="$PG_SOCKET_DIR" PG_PORT="$PG_PORT" POOL="$POOL"

@@ -115,16 +115,32 @@ pid_cwd_is() {
 	[[ -n "$cwd" && "$cwd" == "$want" ]]
 }
 
-# free_port START prints the first TCP port from START upward (20 tries) that nothing on 127.0.0.1 accepts.
+# free_port START prints the first TCP port from START upward (20 tries) that no socket of this host holds: none
+# accepts on 127.0.0.1 and none, listening or connected, has it as its local port (/proc/net/tcp{,6}). The second
+# check matters for ports in the kernel's ephemeral range (ip_local_port_range, 32768-60999 by default), where an
+# outgoing connection may own the port and a server's bind fails with EADDRINUSE although nothing accepts there;
+# the defaults of these scripts stay below that range too.
 free_port() {
 	local p
 	for ((p = $1; p < $1 + 20; p++)); do
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			printf '%s' "$p"
-			return 0
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			continue
 		fi
+		if port_has_socket "$p"; then
+			continue
+		fi
+		printf '%s' "$p"
+		return 0
 	done
 	die "no free port in $1..$(($1 + 19)) on 127.0.0.1"
+}
+
+# port_has_socket PORT succeeds when a TCP socket of this host (any state, IPv4 or IPv6) has PORT as its local port.
+port_has_socket() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v want=":$hex" 'FNR > 1 && substr($2, length($2) - 4) == want { found = 1; exit } END { exit !found }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
 # check_socket_path PATH fails when PATH is too long for a Unix socket (sun_path holds 107 bytes).
