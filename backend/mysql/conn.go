@@ -24,9 +24,16 @@ import (
 // and decodes the answers as they arrive, rows straight into the request's
 // sink. Loop goroutine only, once dialled.
 //
-// Statements run as server-side prepared statements (COM_STMT_PREPARE once
-// per connection, COM_STMT_EXECUTE with bound parameters after), never with
-// parameters interpolated into text.
+// Statements with parameters run as server-side prepared statements
+// (COM_STMT_PREPARE once per connection, COM_STMT_EXECUTE with bound
+// parameters after), never with parameters interpolated into text. A
+// statement without parameters goes as text (COM_QUERY): one round trip and
+// no statement left on the server, as mysqli runs it. This is what most of a
+// WordPress page is: SQL with its values already escaped in, a text that
+// rarely comes twice, which prepared would cost a prepare, an execute and a
+// close per statement and fill the statement cache with one-offs. The
+// connection never announces CLIENT_MULTI_STATEMENTS, so a text holds one
+// statement, as a prepared one does.
 type conn struct {
 	drv      *driver
 	fd       int
@@ -62,6 +69,7 @@ const (
 	expOK        expectKind = iota // OK or ERR (a result set is read and dropped)
 	expPrepare                     // COM_STMT_PREPARE's answer
 	expResult                      // COM_STMT_EXECUTE's answer
+	expText                        // a request's COM_QUERY answer (text-protocol rows)
 	expLocal                       // no packet: a request answered by tetherd, in its turn
 	expCollation                   // SELECT @@session.collation_connection, read into the request's report
 )
@@ -71,6 +79,7 @@ type expect struct {
 	kind expectKind
 	r    *sqlpool.Request
 	st   *stmt
+	h    hints // what the statement's text says of session state
 	last bool  // the request is complete with this answer
 	err  error // expLocal's outcome
 }
@@ -171,6 +180,10 @@ func (c *conn) Flush() {
 func (c *conn) write(r *sqlpool.Request) {
 	switch r.Kind {
 	case sqlpool.KindQuery, sqlpool.KindExec:
+		if len(r.Params) == 0 {
+			c.text(r)
+			return
+		}
 		st := c.stmts.get(r.SQL)
 		if st == nil {
 			st = &stmt{sql: r.SQL, hints: sessionHints(r.SQL)}
@@ -300,15 +313,28 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt) {
 		}
 	}
 	c.endPacket(start)
-	if st.hints&hintCollation == 0 {
-		c.exp = append(c.exp, expect{kind: expResult, r: r, st: st, last: true})
+	c.expectResult(expect{kind: expResult, r: r, st: st, h: st.hints})
+}
+
+// text writes a request without parameters as COM_QUERY.
+func (c *conn) text(r *sqlpool.Request) {
+	c.command(gomysql.COM_QUERY, r.SQL)
+	c.expectResult(expect{kind: expText, r: r, h: sessionHints(r.SQL)})
+}
+
+// expectResult awaits e, a statement's answer, and the collation read back
+// after it when its text may change the character set.
+func (c *conn) expectResult(e expect) {
+	if e.h&hintCollation == 0 {
+		e.last = true
+		c.exp = append(c.exp, e)
 		return
 	}
 	// MariaDB's tracker reports SET NAMES' character sets but not its
 	// collation: the server is asked for it, in the same round trip.
-	c.exp = append(c.exp, expect{kind: expResult, r: r, st: st})
+	c.exp = append(c.exp, e)
 	c.command(gomysql.COM_QUERY, "SELECT @@session.collation_connection")
-	c.exp = append(c.exp, expect{kind: expCollation, r: r, last: true})
+	c.exp = append(c.exp, expect{kind: expCollation, r: e.r, last: true})
 }
 
 // appendParam appends one parameter's value and returns its type.
@@ -493,7 +519,7 @@ func (c *conn) handle(p []byte) {
 	switch e.kind {
 	case expPrepare:
 		c.onPrepare(e, p)
-	case expResult:
+	case expResult, expText:
 		c.onResult(e, p, e.r.Kind == sqlpool.KindQuery)
 	default:
 		c.onResult(e, p, false)
@@ -599,23 +625,31 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 			rs.phase = phaseRows
 		}
 	case phaseRows:
+		// An ERR, the OK (0xfe) that ends the rows, or a row. A text row's
+		// first byte is a length prefix, never 0xff, and 0xfe only in a
+		// packet of 16 MiB or more.
 		switch {
-		case p[0] == 0x00 && e.kind == expResult:
+		case p[0] == 0xfe && len(p) < maxPayload:
+			c.ended(e, p)
+		case p[0] == 0xff:
+			c.errored(e, p)
+		case e.kind == expResult && p[0] == 0x00 || e.kind == expText:
 			if !rows || rs.results > 0 || rs.err != nil {
 				return
 			}
 			var err error
-			if c.scratch, err = decodeRow(p, rs.cols[:rs.ncols], r.Sink, c.scratch); err != nil {
+			if e.kind == expText {
+				c.scratch, err = decodeTextRow(p, rs.cols[:rs.ncols], r.Sink, c.scratch)
+			} else {
+				c.scratch, err = decodeRow(p, rs.cols[:rs.ncols], r.Sink, c.scratch)
+			}
+			if err != nil {
 				c.fail(err)
 				return
 			}
 			if err := r.Sink.EndRow(); errors.Is(err, wire.ErrResultTooLarge) {
 				rs.err = &tether.Error{Code: tether.CodeTooLarge, Err: err, Message: "mysql: result is over max_result_bytes"}
 			}
-		case p[0] == 0xfe && len(p) < maxPayload:
-			c.ended(e, p)
-		case p[0] == 0xff:
-			c.errored(e, p)
 		case e.kind == expCollation:
 			if v, _, _, err := gomysql.LengthEncodedString(p); err == nil && r.Report != nil {
 				r.Report.Settings = append(r.Report.Settings, sqlpool.Setting{Name: "collation_connection", Value: string(v)})
@@ -637,12 +671,8 @@ func (c *conn) ended(e *expect, p []byte) {
 		return
 	}
 	r := e.r
-	var h hints
-	if e.st != nil {
-		h = e.st.hints
-	}
-	c.drv.report(o, r, h)
-	if e.kind == expResult && c.rs.results == 0 {
+	c.drv.report(o, r, e.h)
+	if (e.kind == expResult || e.kind == expText) && c.rs.results == 0 {
 		r.Affected, r.InsertID = int64(o.affected), int64(o.insertID)
 	}
 	if o.status&gomysql.SERVER_MORE_RESULTS_EXISTS != 0 {
@@ -670,8 +700,8 @@ const unpooledWhy = "GET_LOCK, LAST_INSERT_ID, CALL, EXECUTE, HANDLER or XA"
 // completed pops an answered expectation and finishes its request if that
 // was its last answer.
 func (c *conn) completed(e *expect) {
-	r, last, st := e.r, e.last, e.st
-	if st != nil && st.hints&hintUnpooled != 0 {
+	r, last := e.r, e.last
+	if e.h&hintUnpooled != 0 {
 		r.AddUnpooled("statement text (" + unpooledWhy + ")")
 	}
 	c.pop()

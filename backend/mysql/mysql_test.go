@@ -157,3 +157,77 @@ func TestBackend_SessionLeaks(t *testing.T) {
 		},
 	})
 }
+
+// TestBackend_TextAndBinaryRowsAgree checks that a statement answers the same
+// typed values whether it ran as text (no parameters: COM_QUERY) or prepared
+// (parameters: COM_STMT_EXECUTE), over every column type.
+func TestBackend_TextAndBinaryRowsAgree(t *testing.T) {
+	cfg := tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"))
+	b, err := mysql.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := b.Exec(ctx, tether.Statement{SQL: sql}); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec("DROP TABLE IF EXISTS text_binary")
+	exec(`CREATE TABLE text_binary (id INT PRIMARY KEY,
+		ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED, mi MEDIUMINT, iu INT UNSIGNED,
+		bi BIGINT, bu BIGINT UNSIGNED, f FLOAT, d DOUBLE, dec1 DECIMAL(20,6), y YEAR,
+		dt DATE, dtt DATETIME, dt6 DATETIME(6), ts3 TIMESTAMP(3) NULL, tm TIME, tm6 TIME(6),
+		c CHAR(4), vc VARCHAR(20), tx TEXT, bl BLOB, vb VARBINARY(8), bt BIT(12), js JSON,
+		en ENUM('a','b'), st SET('x','y'), nn INT)`)
+	defer exec("DROP TABLE text_binary")
+	exec(`INSERT INTO text_binary VALUES (1,
+		-128, 255, -32768, 65535, -8388608, 4294967295,
+		-9223372036854775808, 18446744073709551615, 1.1, 0.1, -12345678901234.123456, 2155,
+		'2024-02-29', '2024-02-29 23:59:58', '1999-12-31 23:59:59.000001', '2038-01-19 03:14:07.123',
+		'-838:59:59', '12:34:56.5',
+		'ab', 'héllo', 'text', x'00ff10', x'0102', b'101010101010', '{"a": [1, 2.5]}', 'b', 'x,y', NULL),
+		(2, 127, 0, 32767, 0, 8388607, 0, 9223372036854775807, 0, -3.4e38, 1.7976931348623157e308,
+		0, 1901, '1000-01-01', '0000-00-00 00:00:00', '2024-01-01 00:00:00', NULL, '00:00:00', '-00:00:00.000001',
+		'', '', '', x'', x'', b'0', 'null', 'a', '', 0)`)
+	for _, id := range []int{1, 2} {
+		text, err := b.Query(ctx, tether.Statement{SQL: fmt.Sprintf("SELECT * FROM text_binary WHERE id = %d", id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prepared, err := b.Query(ctx, tether.Statement{SQL: "SELECT * FROM text_binary WHERE id = ?", Params: []any{int64(id)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(text.Rows) != 1 || len(prepared.Rows) != 1 {
+			t.Fatalf("row %d: %d text rows, %d prepared", id, len(text.Rows), len(prepared.Rows))
+		}
+		for i, col := range prepared.Columns {
+			tv, pv := text.Rows[0][i], prepared.Rows[0][i]
+			if fmt.Sprintf("%T %#v", tv, tv) != fmt.Sprintf("%T %#v", pv, pv) {
+				t.Errorf("row %d column %s: text %T %#v, prepared %T %#v", id, col, tv, tv, pv, pv)
+			}
+		}
+	}
+	// Expressions: computed columns have their own types and decimals.
+	const exprs = "1, -1, 1.5, 1e0, NULL, NOW() - NOW(), CAST('2024-01-02 03:04:05.5' AS DATETIME(2)), 'x', 18446744073709551615"
+	text, err := b.Query(ctx, tether.Statement{SQL: "SELECT " + exprs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared, err := b.Query(ctx, tether.Statement{SQL: "SELECT " + exprs + " FROM DUAL WHERE ? = 1", Params: []any{int64(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range prepared.Columns {
+		tv, pv := text.Rows[0][i], prepared.Rows[0][i]
+		if fmt.Sprintf("%T %#v", tv, tv) != fmt.Sprintf("%T %#v", pv, pv) {
+			t.Errorf("expression %d: text %T %#v, prepared %T %#v", i+1, tv, tv, pv, pv)
+		}
+	}
+}

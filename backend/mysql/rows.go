@@ -3,6 +3,7 @@ package mysql
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 
@@ -287,4 +288,113 @@ func appendPad(b []byte, v, width int) []byte {
 		b = append(b, '0')
 	}
 	return append(b, s...)
+}
+
+// decodeTextRow decodes one text-protocol result row (COM_QUERY's: every
+// cell a length-encoded string, 0xfb for NULL) into sink, each cell typed by
+// its column as decodeRow types the binary protocol's, so that a statement
+// answers the same values whichever protocol ran it.
+func decodeTextRow(p []byte, cols []column, sink tether.RowSink, scratch []byte) ([]byte, error) {
+	pos := 0
+	sink.BeginRow()
+	for i := range cols {
+		if pos >= len(p) {
+			return scratch, errMalformed
+		}
+		if p[pos] == 0xfb {
+			sink.Nil()
+			pos++
+			continue
+		}
+		v, _, m, err := gomysql.LengthEncodedString(p[pos:])
+		if err != nil {
+			return scratch, errMalformed
+		}
+		pos += m
+		c := &cols[i]
+		switch c.typ {
+		case gomysql.MYSQL_TYPE_TINY, gomysql.MYSQL_TYPE_SHORT, gomysql.MYSQL_TYPE_YEAR, gomysql.MYSQL_TYPE_INT24,
+			gomysql.MYSQL_TYPE_LONG, gomysql.MYSQL_TYPE_LONGLONG:
+			if c.typ == gomysql.MYSQL_TYPE_LONGLONG && c.flags&gomysql.UNSIGNED_FLAG != 0 {
+				u, ok := parseUint(v)
+				if !ok {
+					return scratch, fmt.Errorf("%w: integer column %q holds %q", errMalformed, c.name, v)
+				}
+				sink.Uint(u)
+				continue
+			}
+			n, ok := parseInt(v)
+			if !ok {
+				return scratch, fmt.Errorf("%w: integer column %q holds %q", errMalformed, c.name, v)
+			}
+			sink.Int(n)
+		case gomysql.MYSQL_TYPE_FLOAT, gomysql.MYSQL_TYPE_DOUBLE:
+			// The server prints a FLOAT's shortest decimal form, as decodeRow
+			// widens it.
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil {
+				return scratch, fmt.Errorf("%w: float column %q holds %q", errMalformed, c.name, v)
+			}
+			sink.Float(f)
+		case gomysql.MYSQL_TYPE_DATE, gomysql.MYSQL_TYPE_NEWDATE, gomysql.MYSQL_TYPE_TIME, gomysql.MYSQL_TYPE_TIME2:
+			sink.Text(v)
+		case gomysql.MYSQL_TYPE_DATETIME, gomysql.MYSQL_TYPE_TIMESTAMP, gomysql.MYSQL_TYPE_DATETIME2,
+			gomysql.MYSQL_TYPE_TIMESTAMP2:
+			// "2006-01-02 15:04:05[.ffffff]" to the protocol's ISO 8601.
+			scratch = append(scratch[:0], v...)
+			if len(scratch) > 10 && scratch[10] == ' ' {
+				scratch[10] = 'T'
+			}
+			sink.DateTime(scratch)
+		default:
+			if isBytes(c) {
+				sink.Bytes(v)
+			} else {
+				sink.Text(v)
+			}
+		}
+	}
+	if pos != len(p) {
+		return scratch, errMalformed
+	}
+	return scratch, nil
+}
+
+// parseInt parses a text-protocol integer without the string conversion
+// strconv.ParseInt would need (an allocation per cell): a decimal with an
+// optional '-', in int64's range.
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	u, ok := parseUint(b)
+	switch {
+	case !ok:
+		return 0, false
+	case neg && u <= 1<<63:
+		return -int64(u-1) - 1, true
+	case !neg && u < 1<<63:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// parseUint parses an unsigned decimal in uint64's range.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var u uint64
+	for _, ch := range b {
+		d := uint64(ch - '0')
+		if d > 9 {
+			return 0, false
+		}
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	return u, true
 }

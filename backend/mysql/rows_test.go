@@ -1,0 +1,35 @@
+package mysql
+
+import (
+	"math"
+	"strconv"
+	"testing"
+)
+
+// TestParseInt checks the text-protocol integer parser against strconv at
+// the edges of the ranges and on what is not an integer.
+func TestParseInt(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "18446744073709551615", "18446744073709551616",
+		"", "-", "1.5", "1e3", " 1", "+1", "0001", "99999999999999999999999"} {
+		want, werr := strconv.ParseInt(s, 10, 64)
+		got, ok := parseInt([]byte(s))
+		if s == "+1" {
+			werr = strconv.ErrSyntax // the server never writes a '+'
+		}
+		if ok != (werr == nil) || ok && got != want {
+			t.Errorf("parseInt(%q) = %d, %v; strconv: %d, %v", s, got, ok, want, werr)
+		}
+		uwant, uerr := strconv.ParseUint(s, 10, 64)
+		ugot, uok := parseUint([]byte(s))
+		if s == "+1" {
+			uerr = strconv.ErrSyntax
+		}
+		if uok != (uerr == nil) || uok && ugot != uwant {
+			t.Errorf("parseUint(%q) = %d, %v; strconv: %d, %v", s, ugot, uok, uwant, uerr)
+		}
+	}
+	if u, ok := parseUint([]byte(strconv.FormatUint(math.MaxUint64, 10))); !ok || u != math.MaxUint64 {
+		t.Errorf("parseUint(MaxUint64) = %d, %v", u, ok)
+	}
+}
