@@ -172,7 +172,7 @@ func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 	}
 	switch op {
 	case wire.OpQuery, wire.OpExec:
-		if mayWrite(op, sql) {
+		if mayWrite(sql) {
 			s.cache.InvalidateBackend(backend, resultcache.CauseWrite)
 		}
 	case wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
@@ -227,21 +227,23 @@ var uncacheable = []string{
 }
 
 // mayWrite reports whether a statement may change what a cached read
-// returns: every exec, and every query that is not plainly a SELECT, SHOW,
-// DESCRIBE or EXPLAIN (a PostgreSQL WITH may hold an UPDATE; INSERT ...
-// RETURNING is a query).
-func mayWrite(op wire.Op, sql string) bool {
-	if op != wire.OpQuery {
-		return true
-	}
+// returns, by its first keyword, whether it runs as a query or an exec: a
+// SELECT only with INTO (a PostgreSQL SELECT ... INTO makes a table);
+// SHOW, DESCRIBE and EXPLAIN (not EXPLAIN ANALYZE, which runs its
+// statement) never; SET never (session settings and variables: a
+// framework's connect-time SET NAMES must not empty the cache on every page);
+// everything else may (a PostgreSQL WITH may hold an UPDATE; INSERT ...
+// RETURNING is a query). A function that writes, called from a SELECT or a
+// SET, is not seen (docs/operations.md says so).
+func mayWrite(sql string) bool {
 	// Called on every statement once a backend's results are cached: a look
 	// that does not allocate.
 	switch w := sqltext.First(sql); {
 	case strings.EqualFold(w, "SELECT"):
-		// SELECT ... INTO a new table (PostgreSQL) is told apart from the
-		// text; a function that writes is not (see docs/operations.md).
 		return sqltext.ContainsFold(sql, "INTO")
-	case strings.EqualFold(w, "SHOW"), strings.EqualFold(w, "DESCRIBE"), strings.EqualFold(w, "DESC"), strings.EqualFold(w, "EXPLAIN"):
+	case strings.EqualFold(w, "EXPLAIN"):
+		return sqltext.ContainsFold(sql, "ANALYZE")
+	case strings.EqualFold(w, "SHOW"), strings.EqualFold(w, "DESCRIBE"), strings.EqualFold(w, "DESC"), strings.EqualFold(w, "SET"):
 		return false
 	}
 	return true

@@ -85,6 +85,17 @@ func TestCache_ServesUntilAWriteThroughTether(t *testing.T) {
 			}})
 			expect("after a batch's exec", read(c, 60000), "15")
 
+			// A session setting is no write: a framework's connect-time SET on
+			// every page must not empty the cache.
+			behind(99)
+			set := "SET TimeZone = 'UTC'"
+			if d.typ == "mysql" {
+				set = "SET time_zone = '+00:00'"
+			}
+			other.ok(wire.Request{ID: 22, Op: wire.OpExec, Backend: "db", SQL: set})
+			expect("after another client's SET", read(c, 60000), "15")
+			behind(15)
+
 			// The TTL bounds what tetherd does not see.
 			expect("stored with a short TTL", read(c, 150), "15")
 			behind(16)

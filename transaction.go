@@ -40,7 +40,7 @@ type txState struct {
 
 // noteStatement records that a statement of t may have written.
 func (t *txState) noteStatement(op wire.Op, sql string) {
-	if !t.wrote.Load() && mayWrite(op, sql) {
+	if !t.wrote.Load() && mayWrite(sql) {
 		t.wrote.Store(true)
 	}
 }
