@@ -16,6 +16,9 @@ namespace Tether\WordPress;
  *                      a mysqli connection of its own without the drop-in
  *   TETHER_BUSY_WAIT   seconds a statement keeps asking for a pooled connection while tetherd answers `busy`
  *                      (every connection in use for the backend's acquire_timeout); default 30, 0: fail at once
+ *   TETHER_CACHE_TTL   milliseconds tetherd may answer a plain SELECT outside a transaction from its shared result
+ *                      cache (tetherd's [cache]); every write through tetherd to the backend drops what it cached, a
+ *                      write from elsewhere is seen within this TTL; default 0: no caching
  *
  * DB_NAME must name the database the backend connects to (it is checked on connect); DB_USER, DB_PASSWORD and
  * DB_HOST are not used: tetherd holds the credentials.
@@ -28,6 +31,7 @@ final class Config
         public readonly float $timeout = 30.0,
         public readonly bool $persistent = false,
         public readonly float $busyWait = 30.0,
+        public readonly int $cacheTtlMs = 0,
     ) {
     }
 
@@ -42,6 +46,7 @@ final class Config
             timeout: \defined('TETHER_TIMEOUT') ? (float) \constant('TETHER_TIMEOUT') : 30.0,
             persistent: \defined('TETHER_PERSISTENT') ? (bool) \constant('TETHER_PERSISTENT') : false,
             busyWait: \defined('TETHER_BUSY_WAIT') ? (float) \constant('TETHER_BUSY_WAIT') : 30.0,
+            cacheTtlMs: \defined('TETHER_CACHE_TTL') ? \max(0, (int) \constant('TETHER_CACHE_TTL')) : 0,
         );
     }
 

@@ -37,6 +37,9 @@ use Tether\WordPress\Sql\Statement;
  *  6. A full pool is waited for: while tetherd answers `busy` (not sent, safe to repeat) the statement is asked
  *     again, for at most $busyWait seconds, as a mysqli query would wait for the server.
  *
+ * With a cache TTL, a query outside a transaction asks tetherd for its shared result cache (tetherd caches only what
+ * it deems a deterministic SELECT, and drops a backend's cached results on every write through it).
+ *
  * Session settings (SET NAMES, SET SESSION sql_mode, time_zone, ...) need nothing here: tetherd pools them per
  * client connection and applies them to whichever backend connection runs the next statement.
  */
@@ -53,8 +56,9 @@ final class Session
     /**
      * @param float $busyWait seconds a statement keeps asking for a pooled connection when tetherd answers `busy`
      *                        (all max_conns in flight for its acquire_timeout); 0 gives up at the first `busy`
+     * @param int $cacheTtlMs milliseconds tetherd may answer a query outside a transaction from its result cache; 0: never
      */
-    public function __construct(private readonly Client $client, private readonly float $busyWait = 30.0)
+    public function __construct(private readonly Client $client, private readonly float $busyWait = 30.0, private readonly int $cacheTtlMs = 0)
     {
     }
 
@@ -278,7 +282,8 @@ final class Session
 
             return Result::exec($r->affectedRows, $r->lastInsertId);
         }
-        $columnar = $this->call(fn () => $tx !== null ? $tx->queryColumns($sql) : $this->client->queryColumns($sql), null);
+        $columnar = $this->call(fn () => $tx !== null ? $tx->queryColumns($sql)
+            : $this->client->queryColumns($sql, [], null, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null), null);
 
         return Result::rows($columnar->columns(), self::textRows($columnar));
     }

@@ -71,7 +71,7 @@ class Wpdb extends \wpdb
         $this->dbh = null;
         try {
             $client = $this->tetherSession?->client() ?? new Client($this->tetherConfig->clientOptions());
-            $session = $this->tetherSession ?? new Session($client, $this->tetherConfig->busyWait);
+            $session = $this->tetherSession ?? new Session($client, $this->tetherConfig->busyWait, $this->tetherConfig->cacheTtlMs);
             $row = $session->run('SELECT VERSION() AS version, @@SESSION.sql_mode AS sql_mode, DATABASE() AS db', false)->rows[0] ?? null;
             if ($row === null) {
                 throw new QueryError('Tether: SELECT VERSION() returned no row');

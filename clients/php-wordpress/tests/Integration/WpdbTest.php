@@ -217,6 +217,22 @@ final class WpdbTest extends TestCase
         self::assertSame(['time_zone' => 'SYSTEM', 'error' => ''], $next);
     }
 
+    /**
+     * TETHER_CACHE_TTL: a repeated read is answered from tetherd's cache (a change behind its back is not seen
+     * within the TTL), any write through the drop-in makes the next read fresh, and inside a transaction nothing
+     * comes from the cache. The site without the TTL sees every change at once.
+     */
+    public function testCacheTtlServesReadsUntilAWriteThroughTether(): void
+    {
+        $sites = Sites::get();
+        $cached = (new Browser())->get($sites->cached->url('/tether-probe.php?case=cache'))->json()['result'];
+        self::assertSame(['read1' => 'first', 'read2' => 'first', 'after_direct_write' => 'first',
+            'after_tether_write' => 'behind', 'in_transaction' => 'in tx'], $cached);
+        $plain = (new Browser())->get($sites->tether->url('/tether-probe.php?case=cache'))->json()['result'];
+        self::assertSame(['read1' => 'first', 'read2' => 'first', 'after_direct_write' => 'behind',
+            'after_tether_write' => 'behind', 'in_transaction' => 'in tx'], $plain);
+    }
+
     /** Site Health's info (wp-admin/site-health.php?tab=debug) reads $wpdb->dbh: it shows the drop-in's link. */
     public function testSiteHealthReadsTheLink(): void
     {

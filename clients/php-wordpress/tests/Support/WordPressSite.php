@@ -26,9 +26,10 @@ final class WordPressSite
 
     /**
      * create writes the site root afresh (the database tables are the installer's business). $tetherSocket
-     * overrides the TETHER_SOCKET the Tether site gets (default: the test tetherd's).
+     * overrides the TETHER_SOCKET the Tether site gets (default: the test tetherd's); $cacheTtlMs > 0 sets its
+     * TETHER_CACHE_TTL.
      */
-    public static function create(string $name, string $prefix, bool $tether, ?string $tetherSocket = null): self
+    public static function create(string $name, string $prefix, bool $tether, ?string $tetherSocket = null, int $cacheTtlMs = 0): self
     {
         $package = \dirname(__DIR__, 2);
         $base = \getenv('TETHER_IT_DIR') ?: \dirname($package, 2) . '/var/it-wordpress';
@@ -55,6 +56,9 @@ final class WordPressSite
             \var_export($tetherSocket ?? Env::get('TETHER_SOCKET'), true),
             \var_export(Env::get('TETHER_IT_MYSQL_BACKEND'), true),
         ) : '';
+        if ($tether && $cacheTtlMs > 0) {
+            $tetherConstants .= \sprintf("\ndefine('TETHER_CACHE_TTL', %d);", $cacheTtlMs);
+        }
         $config = \strtr((string) \file_get_contents($package . '/tests/fixtures/wp-config.php.tpl'), [
             '{{DB_NAME}}' => Env::get('TETHER_IT_DB'),
             '{{DB_USER}}' => Env::get('TETHER_IT_USER'),
