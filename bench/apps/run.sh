@@ -346,7 +346,7 @@ if [[ "$SERVE" == 1 ]]; then
 	urls=()
 	for server in ${SERVERS//,/ }; do
 		"start_$server"
-		urls+=("$server $URL/{wp-native/,wp-tether/,wp-tether-persistent/,laravel-native.php,laravel-persistent.php,laravel-tether.php}")
+		urls+=("$server $URL/{wp-native/,wp-tether/,wp-tether-persistent/,wp-tether-cached/,laravel-native.php,laravel-persistent.php,laravel-tether.php}")
 	done
 	{
 		echo "==> app bench: serving (Ctrl-C stops everything)"

@@ -5,14 +5,16 @@
  * own wpdb on mysqli) and "tether" (the same, with Tether's db.php drop-in in its content directory). Both use the
  * same database and table prefix; only the way to the database differs. A third site, "tether-persistent", is the
  * tether one with TETHER_PERSISTENT (the drop-in keeps its socket to tetherd, and its session, across the requests of
- * a PHP worker; the drop-in's default is a socket per request). BENCH_WP_SITE names the site; the site's
+ * a PHP worker; the drop-in's default is a socket per request); a fourth, "tether-cached", is the tether one with
+ * TETHER_CACHE_TTL (reads answered from tetherd's shared result cache for up to 5 s, or until a write through
+ * tetherd). BENCH_WP_SITE names the site; the site's
  * front page (htdocs/wp-SITE/index.php) and bench/apps/setup-wordpress.php define it. WordPress itself is Debian's
  * package (/usr/share/wordpress), its themes and plugins shared by both content directories (symlinks).
  */
 
 $bench = require __DIR__ . '/../config.php';
-if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether', 'tether-persistent'], true)) {
-    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native, tether or tether-persistent');
+if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether', 'tether-persistent', 'tether-cached'], true)) {
+    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native, tether, tether-persistent or tether-cached');
 }
 
 define('DB_NAME', $bench['db_name']);
@@ -28,6 +30,9 @@ if (BENCH_WP_SITE !== 'native') {
     define('TETHER_SOCKET', $bench['tether_socket']);
     define('TETHER_BACKEND', $bench['tether_backend']);
     define('TETHER_PERSISTENT', BENCH_WP_SITE === 'tether-persistent');
+    if (BENCH_WP_SITE === 'tether-cached') {
+        define('TETHER_CACHE_TTL', 5000);
+    }
 }
 
 define('WP_CONTENT_DIR', __DIR__ . '/content-' . (BENCH_WP_SITE === 'native' ? 'native' : 'tether'));
