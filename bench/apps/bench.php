@@ -61,7 +61,7 @@ const ROWS = [
     ['key' => 'wp-tether-persistent', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in, TETHER_PERSISTENT', 'page' => 'wp-tether-persistent/',
         'user' => 'tetherd', 'role' => 'tether'],
     ['key' => 'wp-tether-cached', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in, TETHER_CACHE_TTL 5000 (result cache)', 'page' => 'wp-tether-cached/',
-        'user' => 'tetherd', 'role' => 'tether'],
+        'user' => 'tetherd', 'role' => 'tether', 'cached' => true],
     ['key' => 'lv-native', 'app' => 'laravel', 'label' => 'native: PDO mysql, not persistent (Laravel default)', 'page' => 'laravel-native.php',
         'user' => 'lv_native', 'role' => 'native'],
     ['key' => 'lv-persistent', 'app' => 'laravel', 'label' => 'PDO mysql, PDO::ATTR_PERSISTENT', 'page' => 'laravel-persistent.php',
@@ -321,7 +321,9 @@ function check_page(Run $run, string $url, array $row): array
         $show("is not the 20 newest posts with their authors, which are:\n$want\n");
     }
     $own = stats_delta($before, $after, $run->user($row));
-    if ($own['statements'] < $queries) {
+    // A row with the result cache may answer reads without the database, but never all of them in a page that
+    // opens a transaction (WordPress's SQL_CALC_FOUND_ROWS query runs in one).
+    if ($own['statements'] < (($row['cached'] ?? false) ? 1 : $queries)) {
         $show(sprintf('ran %d queries, but its database user %s sent %d statements', $queries, $run->user($row), $own['statements']));
     }
     foreach (array_unique(array_values($run->cfg['users'])) as $user) {
