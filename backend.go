@@ -37,6 +37,19 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
+// ChangeFollower is a backend that can follow its database's change stream
+// (the MySQL binary log, PostgreSQL logical replication), so that the result
+// cache drops what writes from anywhere else made stale.
+type ChangeFollower interface {
+	// FollowChanges reads the stream from its current end. It calls ready
+	// once every later commit will be reported, then changed with the tables
+	// each commit wrote ("schema.table", lower case), or nil when it cannot
+	// tell which (DDL, a statement of unknown reach), on its own goroutine.
+	// It returns nil when ctx ends, or the error that broke the stream (the
+	// caller starts it again).
+	FollowChanges(ctx context.Context, ready func(), changed func(tables []string)) error
+}
+
 // Querier runs statements in the backend's own language (SQL, CQL).
 type Querier interface {
 	// Query runs a statement that returns rows, on any pooled connection.

@@ -77,6 +77,8 @@ type Server struct {
 	cache         *resultcache.Cache
 	cacheUsed     map[string]*atomic.Bool
 	cacheableMemo map[string]bool // cacheableRead per SQL text; loop goroutine only
+	streamStop    context.CancelFunc // stops the change streams (changestream.go)
+	streams       sync.WaitGroup
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.
@@ -126,6 +128,7 @@ func (s *Server) Open(ctx context.Context) error {
 	s.reaperStop, s.reaperDone = make(chan struct{}), make(chan struct{})
 	go s.reapIdleTransactions()
 	s.startSweeper()
+	s.startChangeStreams()
 	return nil
 }
 
@@ -285,6 +288,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.sweepStop)
 		<-s.sweepDone
 	}
+	s.stopChangeStreams()
 	// The backends close before the loop stops: the loop drives some of them.
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -125,7 +125,7 @@ clean_cassandra_dir "$TEST_DIR/cassandra"
 clean_db_dir "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 touch "$TEST_DIR/.tether-test-dir"
-start_mariadb "$TEST_DIR/mariadb"
+TETHER_MARIADB_BINLOG=1 start_mariadb "$TEST_DIR/mariadb"
 start_postgres "$TEST_DIR/pg"
 start_cassandra "$TEST_DIR/cassandra"
 
@@ -136,6 +136,8 @@ export TETHER_TEST_MYSQL_POOL_DSN=$MARIADB_POOL_DSN
 export TETHER_TEST_POSTGRES_POOL_DSN=$PG_POOL_DSN
 # The same servers over TCP, for the backend suite's fault tests (they proxy these addresses).
 export TETHER_TEST_MYSQL_ADDR=127.0.0.1:$MARIADB_PORT
+# MariaDB runs with its binary log in row format (tetherd's change stream).
+export TETHER_TEST_MYSQL_BINLOG=1
 export TETHER_TEST_POSTGRES_ADDR=127.0.0.1:$PG_PORT
 export TETHER_TEST_CASSANDRA_HOST=$CASSANDRA_HOST
 export TETHER_TEST_CASSANDRA_USER=$CASSANDRA_USER TETHER_TEST_CASSANDRA_PASSWORD=$CASSANDRA_PASSWORD

@@ -34,6 +34,7 @@ import (
 type Backend struct {
 	*sqlpool.Pool
 	*sqldb.KeyValue
+	d *driver
 }
 
 // New returns a backend for cfg.DSN in go-sql-driver/mysql's format
@@ -79,7 +80,7 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	d.setupSQL = setup
 	p := sqlpool.New(d, cfg)
 	d.pool = p
-	b := &Backend{Pool: p}
+	b := &Backend{Pool: p, d: d}
 	b.KeyValue = sqldb.NewKeyValue("mysql", keySQL(), p)
 	return b, nil
 }

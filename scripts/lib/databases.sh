@@ -86,11 +86,17 @@ start_mariadb() {
 		die "mariadb: mariadb-install-db failed"
 	fi
 
+	# TETHER_MARIADB_BINLOG=1: the binary log on, in row format, for tetherd's change stream (the tests); off
+	# otherwise (the benchmarks measure without its cost, as tetherd's users without replicas would run).
+	local binlog=(--skip-log-bin)
+	if [[ "${TETHER_MARIADB_BINLOG:-0}" == 1 ]]; then
+		binlog=(--log-bin="$dir/data/binlog" --binlog-format=ROW --server-id=1 --log-bin-trust-function-creators=1)
+	fi
 	log "mariadb: starting on $sock and 127.0.0.1:$port"
 	# shellcheck disable=SC2086 # TETHER_MARIADB_OPTS is a word list on purpose
 	"$mariadbd" --no-defaults "${as_user[@]}" \
 		--datadir="$dir/data" --socket="$sock" --pid-file="$dir/mysqld.pid" --log-error="$dir/mysqld.log" \
-		--bind-address=127.0.0.1 --port="$port" --skip-name-resolve --skip-log-bin \
+		--bind-address=127.0.0.1 --port="$port" --skip-name-resolve "${binlog[@]}" \
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
 		--max-connections=500 --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
 		${TETHER_MARIADB_OPTS:-} </dev/null >>"$dir/mysqld.log" 2>&1 &
@@ -122,6 +128,7 @@ CREATE USER '$u'@'localhost' IDENTIFIED BY '$p';
 CREATE USER '$u'@'%' IDENTIFIED BY '$p';
 GRANT ALL PRIVILEGES ON \`$db\`.* TO '$u'@'localhost';
 GRANT ALL PRIVILEGES ON \`$db\`.* TO '$u'@'%';
+GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '$u'@'localhost';
 CREATE USER '${u}_pool'@'localhost' IDENTIFIED BY '$p';
 GRANT ALL PRIVILEGES ON \`$db\`.* TO '${u}_pool'@'localhost';
 SQL

@@ -1,0 +1,124 @@
+package tether_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/backendtest"
+	"github.com/tether-php/tether/wire"
+)
+
+// TestCache_ChangeStream: with change_stream on, a write made behind
+// tetherd's back (a direct connection) drops the cached result it made stale
+// within the stream's delay, not the TTL (here a minute); once a read saw the
+// new value, no later read sees the old one; and when the stream breaks (its
+// session killed on the server) tetherd follows it again by itself. It
+// prints how long after the write's acknowledgement the first fresh read came
+// (docs/operations.md quotes it).
+func TestCache_ChangeStream(t *testing.T) {
+	backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_BINLOG")
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
+	var d *loopDB
+	for _, db := range loopDBs(t) {
+		if db.typ == "mysql" {
+			d = db
+		}
+	}
+	if d == nil {
+		t.Fatal("no MySQL test database")
+	}
+	ctx := context.Background()
+	ts := d.start(t, func(b *tether.BackendConfig) {
+		b.DSN = dsn // the user with REPLICATION SLAVE and BINLOG MONITOR
+		b.ChangeStream = true
+	})
+	c := dial(t, ts)
+	c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS stream_t"})
+	c.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE stream_t (id INT PRIMARY KEY, v INT)"})
+	t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS stream_t") })
+	c.ok(wire.Request{ID: 3, Op: wire.OpExec, Backend: "db", SQL: "INSERT INTO stream_t VALUES (1, 0)"})
+	read := func() string {
+		t.Helper()
+		return firstValue(t, c.do(wire.Request{ID: 10, Op: wire.OpQuery, Backend: "db",
+			SQL: "SELECT v FROM stream_t WHERE id = ?", Params: []any{int64(1)}, CacheTTLMS: 60000}))
+	}
+	// behind writes v with a direct connection, then reads through tetherd
+	// until it answers v, and returns how long after the write's
+	// acknowledgement that took.
+	behind := func(v int, within time.Duration) time.Duration {
+		t.Helper()
+		if got := read(); got == fmt.Sprint(v) {
+			t.Fatalf("read %s before writing it", got)
+		}
+		if _, err := d.watch.ExecContext(ctx, "UPDATE stream_t SET v = ? WHERE id = 1", v); err != nil {
+			t.Fatal(err)
+		}
+		acked := time.Now()
+		for {
+			if read() == fmt.Sprint(v) {
+				took := time.Since(acked)
+				for i := 0; i < 5; i++ {
+					if got := read(); got != fmt.Sprint(v) {
+						t.Fatalf("after a read of %d, a later read answered %s", v, got)
+					}
+				}
+				return took
+			}
+			if time.Since(acked) > within {
+				t.Fatalf("a write behind tetherd's back was still not seen after %v (the TTL is a minute)", within)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	// The stream opens just after tetherd does: the first write waits for it.
+	behind(1, 15*time.Second)
+	if got := read(); got != "1" {
+		t.Fatalf("read %s", got)
+	}
+
+	const writes = 200
+	delays := make([]time.Duration, 0, writes)
+	for i := 0; i < writes; i++ {
+		delays = append(delays, behind(100+i, 5*time.Second))
+	}
+	slices.Sort(delays)
+	t.Logf("a direct write seen through the cache after (n=%d): p50 %v, p99 %v, max %v", writes,
+		delays[writes/2], delays[writes*99/100], delays[writes-1])
+
+	// The stream's session killed on the server: tetherd opens it again. (Its
+	// user's own connection sees it in the process list.)
+	own, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	var killed int
+	rows, err := own.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dumps []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		dumps = append(dumps, id)
+	}
+	rows.Close()
+	for _, id := range dumps {
+		if _, err := own.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err == nil {
+			killed++
+		}
+	}
+	if killed == 0 {
+		t.Fatal("found no binlog dump session to kill")
+	}
+	behind(1000, 15*time.Second)
+	behind(1001, 5*time.Second)
+}
