@@ -76,7 +76,7 @@ type Server struct {
 	// nothing to drop, and their text is not looked at).
 	cache         *resultcache.Cache
 	cacheUsed     map[string]*atomic.Bool
-	cacheableMemo map[string]bool // cacheableRead per SQL text; loop goroutine only
+	cacheableMemo map[string]bool    // cacheableRead per SQL text; loop goroutine only
 	streamStop    context.CancelFunc // stops the change streams (changestream.go)
 	streams       sync.WaitGroup
 }
