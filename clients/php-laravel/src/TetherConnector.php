@@ -61,6 +61,12 @@ final class TetherConnector implements ConnectorInterface
         $options['time_format'] = ($config['sql_datetimes'] ?? true) ? 'sql' : 'iso';
 
         $session = new TetherSession(new Client($options), $backend, $platform);
+        if (isset($config['cache_ttl'])) {
+            if (!\is_int($config['cache_ttl']) || $config['cache_ttl'] < 0) {
+                throw new \InvalidArgumentException(\sprintf('tether driver: option cache_ttl: want milliseconds (an int, 0 or more), got %s', \var_export($config['cache_ttl'], true)));
+            }
+            $session->setCacheTtl($config['cache_ttl']);
+        }
         foreach ($this->sessionStatements($config, $session) as $statement) {
             $session->exec($statement);
         }

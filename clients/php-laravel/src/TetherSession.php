@@ -32,6 +32,8 @@ final class TetherSession
     private ?Transaction $transaction = null;
     private string $lastInsertId = '0';
     private ?string $serverVersion = null;
+    /** milliseconds a query outside a transaction may be answered from tetherd's result cache; 0: never */
+    private int $cacheTtlMs = 0;
 
     /**
      * @param Client $client the session's client; made by TetherConnector with time_format 'sql' (unless the
@@ -46,6 +48,21 @@ final class TetherSession
         if ($platform !== null && $platform !== SqlText::MYSQL && $platform !== SqlText::PGSQL) {
             throw new \InvalidArgumentException(\sprintf("tether driver: option platform: want 'mysql' or 'pgsql', got %s", \var_export($platform, true)));
         }
+    }
+
+    /**
+     * setCacheTtl sets how long (milliseconds) tetherd may answer this session's queries outside a transaction
+     * from its shared result cache (tetherd caches only what it deems a deterministic SELECT, and drops a backend's
+     * cached results on every write through it); 0 turns it off. It returns the previous value.
+     */
+    public function setCacheTtl(int $ttlMs): int
+    {
+        if ($ttlMs < 0) {
+            throw new \InvalidArgumentException(\sprintf('tether driver: cache TTL: want 0 or more milliseconds, got %d', $ttlMs));
+        }
+        [$previous, $this->cacheTtlMs] = [$this->cacheTtlMs, $ttlMs];
+
+        return $previous;
     }
 
     /** client returns the Tether client this session runs on. */
@@ -111,7 +128,7 @@ final class TetherSession
         try {
             $rows = $this->transaction !== null
                 ? $this->transaction->query($sql, $params)
-                : $this->client->query($sql, $params, $this->backend);
+                : $this->client->query($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null);
         } catch (TetherException $e) {
             throw TetherQueryError::from($e, $this->platform());
         }

@@ -121,6 +121,33 @@ trait RunsThroughTether
     }
 
     /**
+     * withCache runs $callback with this connection's queries outside a transaction answered, where tetherd may,
+     * from its shared result cache for up to $ttlMs milliseconds (every write through tetherd to the backend drops
+     * the cached results first), and returns what $callback returns:
+     *
+     *     $posts = DB::connection()->withCache(5000, fn () => Post::with('author')->latest()->limit(20)->get());
+     *
+     * @template T
+     * @param callable(): T $callback
+     * @return T
+     */
+    public function withCache(int $ttlMs, callable $callback): mixed
+    {
+        $sessions = [$this->tetherSession(false)];
+        if (($read = $this->tetherSession(true)) !== $sessions[0]) {
+            $sessions[] = $read;
+        }
+        $previous = \array_map(static fn (TetherSession $s) => $s->setCacheTtl($ttlMs), $sessions);
+        try {
+            return $callback();
+        } finally {
+            foreach ($sessions as $i => $session) {
+                $session->setCacheTtl($previous[$i]);
+            }
+        }
+    }
+
+    /**
      * tetherSession returns the session statements run on: the write one, or with $forRead the read one where
      * Laravel would read (no read config, a transaction, or sticky writes: the write one). Connects on first use.
      */
