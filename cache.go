@@ -58,13 +58,17 @@ type cachedRead struct {
 	done atomic.Bool // served once
 }
 
-// runCachedQuery answers a query that set cache_ttl_ms outside a transaction:
-// from the cache, by waiting on an identical read in flight, or by running it
-// as the leader of those that come meanwhile. It reports false when the query
+// runCachedQuery answers a query that set cache_ttl_ms outside a transaction
+// (or any, with merge_uncached): from the cache, by waiting on an identical
+// read in flight, or by running it as the leader of those that come
+// meanwhile. It reports false when the query
 // is not one the cache may hold (then the caller runs it as usual).
 func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loopsql.Backend) bool {
 	used := s.cacheUsed[t.name]
-	if s.cache == nil || used == nil || r.Op != wire.OpQuery || r.CacheTTLMS <= 0 || !s.cacheableText(r.SQL) {
+	if s.cache == nil || used == nil || r.Op != wire.OpQuery || !s.cacheableText(r.SQL) {
+		return false
+	}
+	if r.CacheTTLMS <= 0 && !(s.cfg.Cache.MergeUncached && s.cfg.Cache.Merge) {
 		return false
 	}
 	used.Store(true) // before Begin: from now on, writes to t drop what it stores

@@ -148,71 +148,87 @@ func TestCache_ServesUntilAWriteThroughTether(t *testing.T) {
 	}
 }
 
-// TestCache_MergesIdenticalReads: identical cacheable reads in flight at once
-// run once on the server (counted there, by a function that logs each call),
-// and every one of them gets the result.
+// TestCache_MergesIdenticalReads: 100 identical cacheable reads in flight at
+// once run once on the server (counted there, by a function that logs each
+// call), and every one of them gets the result: reads that ask for the cache,
+// and, with merge_uncached and caching off, reads that do not.
 func TestCache_MergesIdenticalReads(t *testing.T) {
 	for _, d := range loopDBs(t) {
 		t.Run(d.typ, func(t *testing.T) {
-			ts := d.start(t, nil)
-			ctx := context.Background()
-			setup := []string{
-				"DROP TABLE IF EXISTS cache_calls",
-				"CREATE TABLE cache_calls (n INT)",
-				"DROP FUNCTION IF EXISTS cache_probe",
-				"CREATE FUNCTION cache_probe(n INT) RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO cache_calls VALUES (n); DO SLEEP(0.3); RETURN n * 2; END",
-			}
-			if d.typ == "postgres" {
-				setup[3] = "CREATE FUNCTION cache_probe(n INT) RETURNS INT LANGUAGE plpgsql AS $$ BEGIN INSERT INTO cache_calls VALUES (n); PERFORM pg_sleep(0.3); RETURN n * 2; END $$"
-			}
-			for _, s := range setup {
-				if _, err := d.watch.ExecContext(ctx, s); err != nil {
-					t.Fatalf("%s: %v", s, err)
-				}
-			}
-			t.Cleanup(func() {
-				d.watch.ExecContext(ctx, "DROP FUNCTION IF EXISTS cache_probe")
-				d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS cache_calls")
-			})
-			calls := func() int {
-				t.Helper()
-				var n int
-				if err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM cache_calls").Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-			probe := func(n int64, id uint32) wire.Request {
-				return wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: "SELECT cache_probe(" + d.p(1) + ") AS r",
-					Params: []any{n}, CacheTTLMS: 60000}
-			}
-			const readers = 30
-			var wg sync.WaitGroup
-			got := make([]string, readers)
-			for i := 0; i < readers; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					got[i] = firstValue(t, dial(t, ts).do(probe(21, uint32(i+1))))
-				}(i)
-			}
-			wg.Wait()
-			for i, v := range got {
-				if v != "42" {
-					t.Errorf("reader %d got %s, want 42", i, v)
-				}
-			}
-			if n := calls(); n != 1 {
-				t.Errorf("%d identical reads in flight at once ran %d times on the server, want 1", readers, n)
-			}
-			c := dial(t, ts)
-			if v := firstValue(t, c.do(probe(21, 100))); v != "42" || calls() != 1 {
-				t.Errorf("a later identical read: %s, and %d runs on the server (want 42, still 1)", v, calls())
-			}
-			if v := firstValue(t, c.do(probe(5, 101))); v != "10" || calls() != 2 {
-				t.Errorf("another parameter: %s, and %d runs on the server (want 10, 2)", v, calls())
-			}
+			testMerge(t, d, d.start(t, nil), 60000)
 		})
+		t.Run(d.typ+"/merge_uncached", func(t *testing.T) {
+			testMerge(t, d, d.startWith(t, nil, func(c *tether.Config) {
+				c.Cache.MaxBytes, c.Cache.MergeUncached = 0, true
+			}), 0)
+		})
+	}
+}
+
+// testMerge runs the merge check on ts, whose backend "db" is d, with reads
+// asking for the cache for ttl ms (0: not asking; then nothing is stored).
+func testMerge(t *testing.T, d *loopDB, ts *testServer, ttl int64) {
+	ctx := context.Background()
+	setup := []string{
+		"DROP TABLE IF EXISTS cache_calls",
+		"CREATE TABLE cache_calls (n INT)",
+		"DROP FUNCTION IF EXISTS cache_probe",
+		"CREATE FUNCTION cache_probe(n INT) RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO cache_calls VALUES (n); DO SLEEP(0.3); RETURN n * 2; END",
+	}
+	if d.typ == "postgres" {
+		setup[3] = "CREATE FUNCTION cache_probe(n INT) RETURNS INT LANGUAGE plpgsql AS $$ BEGIN INSERT INTO cache_calls VALUES (n); PERFORM pg_sleep(0.3); RETURN n * 2; END $$"
+	}
+	for _, s := range setup {
+		if _, err := d.watch.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	t.Cleanup(func() {
+		d.watch.ExecContext(ctx, "DROP FUNCTION IF EXISTS cache_probe")
+		d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS cache_calls")
+	})
+	calls := func() int {
+		t.Helper()
+		var n int
+		if err := d.watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM cache_calls").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	probe := func(n int64, id uint32) wire.Request {
+		return wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: "SELECT cache_probe(" + d.p(1) + ") AS r",
+			Params: []any{n}, CacheTTLMS: ttl}
+	}
+	const readers = 100
+	var wg sync.WaitGroup
+	got := make([]string, readers)
+	for i := 0; i < readers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			got[i] = firstValue(t, dial(t, ts).do(probe(21, uint32(i+1))))
+		}(i)
+	}
+	wg.Wait()
+	for i, v := range got {
+		if v != "42" {
+			t.Errorf("reader %d got %s, want 42", i, v)
+		}
+	}
+	if n := calls(); n != 1 {
+		t.Errorf("%d identical reads in flight at once ran %d times on the server, want 1", readers, n)
+	}
+	// A later identical read is a hit when cached, a new run when not.
+	later := 1
+	if ttl == 0 {
+		later = 2
+	}
+	c := dial(t, ts)
+	if v := firstValue(t, c.do(probe(21, 1000))); v != "42" || calls() != later {
+		t.Errorf("a later identical read: %s, and %d runs on the server (want 42, %d)", v, calls(), later)
+	}
+	if v := firstValue(t, c.do(probe(5, 1001))); v != "10" || calls() != later+1 {
+		t.Errorf("another parameter: %s, and %d runs on the server (want 10, %d)", v, calls(), later+1)
 	}
 }
 

@@ -31,6 +31,11 @@ type CacheConfig struct {
 	MaxBytes      int64 `toml:"max_bytes"`       // memory for cached results, keys and bookkeeping; 0 turns caching off
 	MaxEntryBytes int   `toml:"max_entry_bytes"` // a larger result is not cached
 	Merge         bool  `toml:"merge"`           // identical cacheable reads in flight at once run once
+	// MergeUncached extends Merge to reads that do not ask for the cache (no
+	// cache_ttl_ms): a stampede of identical reads reaches the database once
+	// even with caching off. Off by default: every read outside a transaction
+	// then pays a cache lookup, and its result a copy.
+	MergeUncached bool `toml:"merge_uncached"`
 }
 
 // ServerConfig is the client-facing side of tetherd.
@@ -249,6 +254,9 @@ func (c *Config) Validate() error {
 		if !isLoopbackAddr(s.TCPListen) {
 			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address")
 		}
+	}
+	if c.Cache.MergeUncached && !c.Cache.Merge {
+		bad("cache.merge_uncached", true, "needs cache.merge")
 	}
 	if cc := c.Cache; cc.MaxBytes < 0 {
 		bad("cache.max_bytes", cc.MaxBytes, "must not be negative (0 turns caching off)")

@@ -91,6 +91,7 @@ func TestConfig_Validate(t *testing.T) {
 			c.Backends["main"] = b
 			c.Cache.MaxBytes = 0
 		}, "backends.main.change_stream", "cache.max_bytes"},
+		{"MergeUncachedWithoutMerge", func(c *tether.Config) { c.Cache.Merge, c.Cache.MergeUncached = false, true }, "cache.merge_uncached", "needs cache.merge"},
 		{"CacheEntryOverCache", func(c *tether.Config) { c.Cache.MaxBytes, c.Cache.MaxEntryBytes = 1024, 2048 }, "cache.max_entry_bytes", "2048"},
 	}
 	for _, tc := range cases {

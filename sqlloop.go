@@ -154,7 +154,7 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.B
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
-	if r.CacheTTLMS > 0 && s.runCachedQuery(ss, r, t, lb) {
+	if (r.CacheTTLMS > 0 || s.cfg.Cache.MergeUncached) && s.runCachedQuery(ss, r, t, lb) {
 		return
 	}
 	s.runLoopSQLUncached(ss, r, t, lb)
