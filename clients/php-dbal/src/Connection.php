@@ -34,6 +34,8 @@ final class Connection implements Compat\ServerInfoConnection
 {
     private ?Transaction $transaction = null;
     private int|string|null $lastInsertId = null;
+    /** @var \WeakMap<Client, self>|null the connection of each client, for ResultCache::with() */
+    private static ?\WeakMap $byClient = null;
 
     /** @internal made by Driver::connect() */
     public function __construct(
@@ -42,7 +44,30 @@ final class Connection implements Compat\ServerInfoConnection
         private readonly Dialect $dialect,
         private readonly \Closure $serverVersion,
         private readonly bool $pgLastval,
+        private int $cacheTtlMs = 0,
     ) {
+        self::$byClient ??= new \WeakMap();
+        self::$byClient[$client] = $this;
+    }
+
+    /** @internal the connection that uses $client, for ResultCache::with() */
+    public static function forClient(Client $client): ?self
+    {
+        return self::$byClient[$client] ?? null;
+    }
+
+    /**
+     * setCacheTtl sets how long (milliseconds) tetherd may answer this connection's queries outside a transaction
+     * from its shared result cache; 0 turns it off. It returns the previous value.
+     */
+    public function setCacheTtl(int $ttlMs): int
+    {
+        if ($ttlMs < 0) {
+            throw new \InvalidArgumentException(\sprintf('Tether DBAL: cache TTL: want 0 or more milliseconds, got %d', $ttlMs));
+        }
+        [$previous, $this->cacheTtlMs] = [$this->cacheTtlMs, $ttlMs];
+
+        return $previous;
     }
 
     public function prepare(string $sql): StatementInterface
@@ -198,7 +223,7 @@ final class Connection implements Compat\ServerInfoConnection
                     $this->lastInsertId = null; // asked of the transaction by lastInsertId(), which keeps it
                 }
             } elseif ($returnsRows) {
-                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend));
+                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null));
             } elseif ($this->dialect === Dialect::PostgreSQL && $this->pgLastval && SqlText::isInsert($sql)) {
                 return $this->insertWithLastval($sql, $params);
             } else {

@@ -26,6 +26,8 @@ use Tether\Server\ServerException;
  * Connection parameters (top level, or in `driverOptions`, which is where Symfony's doctrine.yaml `options` go):
  * - tether_socket (string), tether_backend (string), tether_timeout (seconds, default 30): the Tether client's;
  * - tether_pg_lastval (bool, default true): PostgreSQL, see Connection::lastInsertId();
+ * - tether_cache_ttl (milliseconds, default 0: off): queries outside a transaction may be answered from tetherd's
+ *   shared result cache for that long (ResultCache::with() sets it for a callback instead);
  * - tether_sql_datetimes (bool, default true): DATETIME/TIMESTAMP values as PDO returns them ("2024-02-29
  *   23:59:59"; tetherd's time_format "sql"), or, false, in ISO 8601 ("2024-02-29T23:59:59");
  * - persistent (bool, default false): share the PHP worker's persistent socket to tetherd; then every DBAL
@@ -43,7 +45,7 @@ use Tether\Server\ServerException;
 final class Driver implements Compat\VersionAwareDriver
 {
     /** The parameters this driver reads, top level or in driverOptions. */
-    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes'];
+    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes', 'tether_cache_ttl'];
     /** PDO::MYSQL_ATTR_INIT_COMMAND, without requiring pdo_mysql. */
     private const MYSQL_ATTR_INIT_COMMAND = 1002;
 
@@ -107,6 +109,7 @@ final class Driver implements Compat\VersionAwareDriver
                 }
             },
             $options['tether_pg_lastval'] ?? true,
+            $options['tether_cache_ttl'] ?? 0,
         );
         foreach (self::sessionStatements($options, $dialect) as $sql) {
             $connection->exec($sql);
@@ -195,7 +198,8 @@ final class Driver implements Compat\VersionAwareDriver
      *
      * @param array<string, mixed> $params
      * @return array{persistent: bool, tether_socket?: string, tether_backend?: string, tether_timeout?: float|int,
-     *               tether_pg_lastval?: bool, tether_sql_datetimes?: bool, charset?: string, init_command?: string}
+     *               tether_pg_lastval?: bool, tether_sql_datetimes?: bool, tether_cache_ttl?: int, charset?: string,
+     *               init_command?: string}
      * @throws UnsupportedOption
      */
     private static function options(array $params): array
@@ -234,6 +238,9 @@ final class Driver implements Compat\VersionAwareDriver
         }
         if (isset($options['tether_timeout']) && (!\is_int($options['tether_timeout']) && !\is_float($options['tether_timeout']) || $options['tether_timeout'] <= 0)) {
             throw UnsupportedOption::invalid('tether_timeout', $options['tether_timeout'], 'seconds > 0');
+        }
+        if (isset($options['tether_cache_ttl']) && (!\is_int($options['tether_cache_ttl']) || $options['tether_cache_ttl'] < 0)) {
+            throw UnsupportedOption::invalid('tether_cache_ttl', $options['tether_cache_ttl'], 'milliseconds (an int, 0 or more)');
         }
         foreach (['tether_pg_lastval', 'tether_sql_datetimes'] as $name) {
             if (isset($options[$name]) && !\is_bool($options[$name])) {
