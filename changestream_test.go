@@ -19,22 +19,27 @@ import (
 // new value, no later read sees the old one; and when the stream breaks (its
 // session killed on the server) tetherd follows it again by itself. It
 // prints how long after the write's acknowledgement the first fresh read came
-// (docs/operations.md quotes it).
+// (docs/operations.md quotes it). MariaDB's binary log, PostgreSQL's logical
+// replication.
 func TestCache_ChangeStream(t *testing.T) {
-	backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_BINLOG")
-	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
-	var d *loopDB
-	for _, db := range loopDBs(t) {
-		if db.typ == "mysql" {
-			d = db
-		}
+	env := map[string][2]string{
+		"mysql":    {"TETHER_TEST_MYSQL_BINLOG", "TETHER_TEST_MYSQL_DSN"},
+		"postgres": {"TETHER_TEST_POSTGRES_LOGICAL", "TETHER_TEST_POSTGRES_DSN"},
 	}
-	if d == nil {
-		t.Fatal("no MySQL test database")
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			backendtest.RequireEnv(t, env[d.typ][0])
+			testChangeStream(t, d, backendtest.RequireEnv(t, env[d.typ][1]))
+		})
 	}
+}
+
+// testChangeStream runs the check on d, with the backend's DSN set to dsn (a
+// user that may follow the change stream).
+func testChangeStream(t *testing.T, d *loopDB, dsn string) {
 	ctx := context.Background()
 	ts := d.start(t, func(b *tether.BackendConfig) {
-		b.DSN = dsn // the user with REPLICATION SLAVE and BINLOG MONITOR
+		b.DSN = dsn // the user that may replicate
 		b.ChangeStream = true
 	})
 	c := dial(t, ts)
@@ -42,10 +47,19 @@ func TestCache_ChangeStream(t *testing.T) {
 	c.ok(wire.Request{ID: 2, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE stream_t (id INT PRIMARY KEY, v INT)"})
 	t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS stream_t") })
 	c.ok(wire.Request{ID: 3, Op: wire.OpExec, Backend: "db", SQL: "INSERT INTO stream_t VALUES (1, 0)"})
+	if d.typ == "postgres" {
+		// The test server runs with synchronous_commit off, where a commit is
+		// visible before its WAL is flushed, and so before the walsender
+		// sends it (up to wal_writer_delay later): the direct writer commits
+		// as production servers do.
+		if _, err := d.watch.ExecContext(ctx, "SET synchronous_commit = on"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	read := func() string {
 		t.Helper()
 		return firstValue(t, c.do(wire.Request{ID: 10, Op: wire.OpQuery, Backend: "db",
-			SQL: "SELECT v FROM stream_t WHERE id = ?", Params: []any{int64(1)}, CacheTTLMS: 60000}))
+			SQL: "SELECT v FROM stream_t WHERE id = " + d.p(1), Params: []any{int64(1)}, CacheTTLMS: 60000}))
 	}
 	// behind writes v with a direct connection, then reads through tetherd
 	// until it answers v, and returns how long after the write's
@@ -55,7 +69,7 @@ func TestCache_ChangeStream(t *testing.T) {
 		if got := read(); got == fmt.Sprint(v) {
 			t.Fatalf("read %s before writing it", got)
 		}
-		if _, err := d.watch.ExecContext(ctx, "UPDATE stream_t SET v = ? WHERE id = 1", v); err != nil {
+		if _, err := d.watch.ExecContext(ctx, "UPDATE stream_t SET v = "+d.p(1)+" WHERE id = 1", v); err != nil {
 			t.Fatal(err)
 		}
 		acked := time.Now()
@@ -87,37 +101,32 @@ func TestCache_ChangeStream(t *testing.T) {
 		delays = append(delays, behind(100+i, 5*time.Second))
 	}
 	slices.Sort(delays)
-	t.Logf("a direct write seen through the cache after (n=%d): p50 %v, p99 %v, max %v", writes,
+	t.Logf("%s: a direct write seen through the cache after (n=%d): p50 %v, p99 %v, max %v", d.typ, writes,
 		delays[writes/2], delays[writes*99/100], delays[writes-1])
 
 	// The stream's session killed on the server: tetherd opens it again. (Its
-	// user's own connection sees it in the process list.)
-	own, err := sql.Open("mysql", dsn)
+	// user's own connection sees it, and may end it.)
+	driver, list, kill := "mysql", "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'", "KILL %d"
+	if d.typ == "postgres" {
+		driver, list, kill = "pgx", "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsender' AND usename = current_user", "SELECT pg_terminate_backend(%d)"
+	}
+	own, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer own.Close()
-	var killed int
-	rows, err := own.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+	streams, err := ids(ctx, own, list)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dumps []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		dumps = append(dumps, id)
-	}
-	rows.Close()
-	for _, id := range dumps {
-		if _, err := own.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err == nil {
+	killed := 0
+	for _, id := range streams {
+		if _, err := own.ExecContext(ctx, fmt.Sprintf(kill, id)); err == nil {
 			killed++
 		}
 	}
 	if killed == 0 {
-		t.Fatal("found no binlog dump session to kill")
+		t.Fatal("found no change stream session to end")
 	}
 	behind(1000, 15*time.Second)
 	behind(1001, 5*time.Second)

@@ -87,7 +87,7 @@ type BackendConfig struct {
 	ConnectTimeout Duration `toml:"connect_timeout"`
 	StmtCacheSize  int      `toml:"stmt_cache_size"` // prepared statements kept per connection (SQLite: per backend), by SQL text
 	// ChangeStream follows the database's change stream (MySQL/MariaDB: the
-	// binary log) so that the result cache drops what writes from elsewhere
+	// binary log; PostgreSQL: logical replication) so that the result cache drops what writes from elsewhere
 	// made stale; off, only the TTL bounds that (docs/operations.md).
 	ChangeStream bool `toml:"change_stream"`
 	// HTTP holds the settings only an http upstream has ([backends.NAME.http]);
@@ -353,8 +353,8 @@ func (c *Config) Validate() error {
 		if b.StmtCacheSize < 1 {
 			bad(f+"stmt_cache_size", b.StmtCacheSize, "must be at least 1")
 		}
-		if b.ChangeStream && b.Type != "mysql" {
-			bad(f+"change_stream", true, "only a mysql backend can follow its change stream (its binary log)")
+		if b.ChangeStream && b.Type != "mysql" && b.Type != "postgres" {
+			bad(f+"change_stream", true, "only a mysql (binary log) or postgres (logical replication) backend can follow its change stream")
 		} else if b.ChangeStream && c.Cache.MaxBytes == 0 {
 			bad(f+"change_stream", true, "needs the result cache (cache.max_bytes > 0): it only drops cached results")
 		}

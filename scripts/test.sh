@@ -126,7 +126,7 @@ clean_db_dir "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 touch "$TEST_DIR/.tether-test-dir"
 TETHER_MARIADB_BINLOG=1 start_mariadb "$TEST_DIR/mariadb"
-start_postgres "$TEST_DIR/pg"
+TETHER_PG_LOGICAL=1 start_postgres "$TEST_DIR/pg"
 start_cassandra "$TEST_DIR/cassandra"
 
 export TETHER_TEST_MYSQL_DSN=$MARIADB_DSN
@@ -136,8 +136,8 @@ export TETHER_TEST_MYSQL_POOL_DSN=$MARIADB_POOL_DSN
 export TETHER_TEST_POSTGRES_POOL_DSN=$PG_POOL_DSN
 # The same servers over TCP, for the backend suite's fault tests (they proxy these addresses).
 export TETHER_TEST_MYSQL_ADDR=127.0.0.1:$MARIADB_PORT
-# MariaDB runs with its binary log in row format (tetherd's change stream).
-export TETHER_TEST_MYSQL_BINLOG=1
+# MariaDB runs with its binary log in row format, PostgreSQL with logical replication (tetherd's change streams).
+export TETHER_TEST_MYSQL_BINLOG=1 TETHER_TEST_POSTGRES_LOGICAL=1
 export TETHER_TEST_POSTGRES_ADDR=127.0.0.1:$PG_PORT
 export TETHER_TEST_CASSANDRA_HOST=$CASSANDRA_HOST
 export TETHER_TEST_CASSANDRA_USER=$CASSANDRA_USER TETHER_TEST_CASSANDRA_PASSWORD=$CASSANDRA_PASSWORD

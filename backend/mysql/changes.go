@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,7 +88,15 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 		return fmt.Errorf("mysql change stream: reading the binary log from %s:%d: %w", file, pos, err)
 	}
 	ready()
+	// A transaction's row changes come after its commit, before its XID
+	// event: their tables are gathered, and reported once, at its end.
 	var tables []string
+	flush := func() {
+		if len(tables) > 0 {
+			changed(tables)
+			tables = tables[:0]
+		}
+	}
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
@@ -102,12 +111,16 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 				changed(nil)
 				continue
 			}
-			tables = append(tables[:0], strings.ToLower(string(e.Table.Schema)+"."+string(e.Table.Table)))
-			changed(tables)
+			if name := strings.ToLower(string(e.Table.Schema) + "." + string(e.Table.Table)); !slices.Contains(tables, name) {
+				tables = append(tables, name)
+			}
+		case *replication.XIDEvent:
+			flush()
 		case *replication.QueryEvent:
 			if !transactionControl(e.Query) {
 				changed(nil)
 			}
+			flush() // a COMMIT (non-transactional tables), or a statement of unknown reach
 		}
 	}
 }

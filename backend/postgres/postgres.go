@@ -36,6 +36,7 @@ import (
 type Backend struct {
 	*sqlpool.Pool
 	*sqldb.KeyValue
+	d *driver
 }
 
 // New returns a backend for cfg.DSN, a libpq connection string
@@ -66,7 +67,7 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	}
 	p := sqlpool.New(d, cfg)
 	d.pool = p
-	b := &Backend{Pool: p}
+	b := &Backend{Pool: p, d: d}
 	b.KeyValue = sqldb.NewKeyValue("postgres", keySQL(), p)
 	return b, nil
 }

@@ -222,6 +222,11 @@ synchronous_commit = off
 full_page_writes = off
 ${TETHER_PG_CONF:-}
 EOF2
+	# TETHER_PG_LOGICAL=1: logical replication on, for tetherd's change stream (the tests): wal_level logical, the
+	# user may replicate, and the publication tetherd reads ("tether", every table of the database).
+	if [[ "${TETHER_PG_LOGICAL:-0}" == 1 ]]; then
+		echo "wal_level = logical" | _pg tee -a "$datadir/postgresql.conf" >/dev/null
+	fi
 
 	log "postgres: starting on $sockdir and 127.0.0.1:$port"
 	# -W: do not wait here; the loop below waits, watches the process and shows the log on failure.
@@ -252,6 +257,11 @@ EOF2
 		-c "CREATE ROLE \"$u\" LOGIN PASSWORD '$p'" \
 		-c "CREATE DATABASE \"$db\" OWNER \"$u\"" \
 		-c "CREATE ROLE \"${u}_pool\" LOGIN PASSWORD '$p' IN ROLE \"$u\"" || die "postgres: creating $db and $u failed"
+	if [[ "${TETHER_PG_LOGICAL:-0}" == 1 ]]; then
+		"$psql" -X -q -v ON_ERROR_STOP=1 -h "$sockdir" -p "$port" -U postgres -d "$db" \
+			-c "ALTER ROLE \"$u\" REPLICATION" \
+			-c "CREATE PUBLICATION tether FOR ALL TABLES" || die "postgres: setting up logical replication failed"
+	fi
 	PG_DSN="host=$sockdir port=$port user=$u password=$p dbname=$db sslmode=disable"
 	PG_POOL_DSN="host=$sockdir port=$port user=${u}_pool password=$p dbname=$db sslmode=disable"
 	export PG_PID PG_DIR PG_DATADIR PG_SOCKET_DIR PG_PORT PG_DSN PG_POOL_DSN
