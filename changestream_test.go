@@ -130,4 +130,25 @@ func testChangeStream(t *testing.T, d *loopDB, dsn string) {
 	}
 	behind(1000, 15*time.Second)
 	behind(1001, 5*time.Second)
+
+	// A table without a primary key: writes to it are allowed (no
+	// publication asks for a replica identity) and seen by the stream.
+	c.ok(wire.Request{ID: 4, Op: wire.OpExec, Backend: "db", SQL: "CREATE TABLE stream_nopk (v INT)"})
+	t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP TABLE IF EXISTS stream_nopk") })
+	c.ok(wire.Request{ID: 5, Op: wire.OpExec, Backend: "db", SQL: "INSERT INTO stream_nopk VALUES (1)"})
+	c.ok(wire.Request{ID: 6, Op: wire.OpExec, Backend: "db", SQL: "UPDATE stream_nopk SET v = 2"})
+	readNoPK := func() string {
+		return firstValue(t, c.do(wire.Request{ID: 11, Op: wire.OpQuery, Backend: "db", SQL: "SELECT v FROM stream_nopk", CacheTTLMS: 60000}))
+	}
+	if got := readNoPK(); got != "2" {
+		t.Fatalf("read %s from the table without a primary key, want 2", got)
+	}
+	if _, err := d.watch.ExecContext(ctx, "UPDATE stream_nopk SET v = 3"); err != nil {
+		t.Fatalf("a direct UPDATE of a table without a primary key: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); readNoPK() != "3"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a direct UPDATE of a table without a primary key was not seen through the cache within 5 s")
+		}
+	}
 }

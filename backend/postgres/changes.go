@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,29 +18,29 @@ import (
 	tether "github.com/tether-php/tether"
 )
 
-// The change stream: logical replication (pglogrepl, the pgoutput plugin
-// every PostgreSQL since 10 ships), so that tetherd's result cache drops
-// what a write from anywhere else made stale (tether.ChangeFollower).
+// The change stream: logical replication (pglogrepl for the replication
+// protocol), so that tetherd's result cache drops what a write from anywhere
+// else made stale (tether.ChangeFollower).
 //
-// It needs wal_level = logical, the DSN's user to have REPLICATION, and a
-// publication named "tether" in the backend's database (CREATE PUBLICATION
-// tether FOR ALL TABLES, by a superuser; or FOR TABLE the tables read
-// through the cache). Each stream makes a temporary replication slot, which
-// the server drops when the stream's connection ends: a tetherd that dies
-// leaves no slot holding WAL back. It is one server connection beyond
-// max_conns. DDL is not streamed: a change of a table's columns by another
-// client is seen within the TTL.
-
-// Publication is the publication the change stream reads.
-const Publication = "tether"
+// It needs wal_level = logical and the DSN's user to have REPLICATION. Its
+// output plugin is test_decoding, which every PostgreSQL ships, rather than
+// pgoutput: pgoutput reads a publication, and a publication that publishes
+// updates and deletes makes the server refuse every UPDATE and DELETE on a
+// table without a primary key or replica identity, which would break
+// applications for the sake of a cache. Only the table names of its output
+// are read. Each stream makes a temporary replication slot, which the server
+// drops when the stream's connection ends: a tetherd that dies leaves no slot
+// holding WAL back. It is one server connection beyond max_conns. DDL is not
+// streamed: a change of a table's columns by another client is seen within
+// the TTL.
 
 // statusEvery is how often the stream tells the server how far it has read
 // (within wal_sender_timeout, 60 s by default).
 const statusEvery = 10 * time.Second
 
 // FollowChanges implements tether.ChangeFollower: it calls ready once the
-// stream is open, then changed with the table ("schema.table", lower case)
-// of each row change and truncation as its transaction commits. It returns
+// stream is open, then changed with the tables ("schema.table", lower case)
+// of each committed transaction's row changes and truncations. It returns
 // when ctx ends (nil) or the stream breaks (the error).
 func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(tables []string)) error {
 	cfg := b.d.cfg.Copy()
@@ -54,32 +55,23 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 	}
 	defer conn.Close(context.Background())
 	slot := fmt.Sprintf("tether_%d_%08x", os.Getpid(), rand.Uint32())
-	if _, err := pglogrepl.CreateReplicationSlot(ctx, conn, slot, "pgoutput",
+	if _, err := pglogrepl.CreateReplicationSlot(ctx, conn, slot, "test_decoding",
 		pglogrepl.CreateReplicationSlotOptions{Temporary: true, Mode: pglogrepl.LogicalReplication}); err != nil {
 		return fmt.Errorf("postgres change stream: create temporary slot %s (needs wal_level logical): %w", slot, err)
 	}
 	if err := pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
-		PluginArgs: []string{"proto_version '1'", "publication_names '" + Publication + "'"},
+		PluginArgs: []string{`"include-xids" '0'`, `"skip-empty-xacts" '1'`},
 	}); err != nil {
-		return fmt.Errorf("postgres change stream: start replication from publication %q: %w", Publication, err)
+		return fmt.Errorf("postgres change stream: start replication: %w", err)
 	}
 	ready()
 
-	// A transaction's changes come together after its commit: their tables
-	// are gathered, and reported once, at its commit message.
-	relations := map[uint32]string{}
+	// A transaction's changes come together after its commit, between its
+	// BEGIN and COMMIT lines: their tables are gathered, and reported once,
+	// at its COMMIT.
 	var tables []string
 	unknown := false
-	relation := func(id uint32) {
-		name, ok := relations[id]
-		switch {
-		case !ok:
-			unknown = true // pgoutput names a relation before its first change: not seen, so not known
-		case !slices.Contains(tables, name):
-			tables = append(tables, name)
-		}
-	}
 	var read pglogrepl.LSN // how far the stream has been read
 	next := time.Now().Add(statusEvery)
 	for {
@@ -125,24 +117,18 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 				if end := x.WALStart + pglogrepl.LSN(len(x.WALData)); end > read {
 					read = end
 				}
-				m, err := pglogrepl.Parse(x.WALData)
-				if err != nil {
-					return fmt.Errorf("postgres change stream: %w", err)
-				}
-				switch m := m.(type) {
-				case *pglogrepl.RelationMessage:
-					relations[m.RelationID] = strings.ToLower(m.Namespace + "." + m.RelationName)
-				case *pglogrepl.InsertMessage:
-					relation(m.RelationID)
-				case *pglogrepl.UpdateMessage:
-					relation(m.RelationID)
-				case *pglogrepl.DeleteMessage:
-					relation(m.RelationID)
-				case *pglogrepl.TruncateMessage:
-					for _, id := range m.RelationIDs {
-						relation(id)
+				switch line := x.WALData; {
+				case bytes.HasPrefix(line, []byte("table ")):
+					names, ok := decodedTables(line[len("table "):])
+					if !ok {
+						unknown = true
 					}
-				case *pglogrepl.CommitMessage:
+					for _, name := range names {
+						if !slices.Contains(tables, name) {
+							tables = append(tables, name)
+						}
+					}
+				case bytes.HasPrefix(line, []byte("COMMIT")):
 					if unknown {
 						changed(nil)
 					} else if len(tables) > 0 {
@@ -153,6 +139,61 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 			}
 		}
 	}
+}
+
+// decodedTables reads the tables test_decoding names at the start of a
+// change ("public.posts: UPDATE: ...", or for a TRUNCATE "public.a, s.\"B\":
+// TRUNCATE: ..."), each "schema.table" in lower case (quote_identifier's
+// quoting undone). It reports false for text it cannot read.
+func decodedTables(b []byte) (names []string, ok bool) {
+	for {
+		schema, rest, ok := decodedIdent(b)
+		if !ok || len(rest) == 0 || rest[0] != '.' {
+			return names, false
+		}
+		table, rest, ok := decodedIdent(rest[1:])
+		if !ok {
+			return names, false
+		}
+		names = append(names, strings.ToLower(schema+"."+table))
+		switch {
+		case bytes.HasPrefix(rest, []byte(", ")):
+			b = rest[2:]
+		case len(rest) > 0 && rest[0] == ':':
+			return names, true
+		default:
+			return names, false
+		}
+	}
+}
+
+// decodedIdent reads one identifier as quote_identifier writes it: plain, or
+// in double quotes with "" for a quote.
+func decodedIdent(b []byte) (ident string, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return "", nil, false
+	}
+	if b[0] != '"' {
+		n := bytes.IndexAny(b, ".:, ")
+		if n <= 0 {
+			return "", nil, false
+		}
+		return string(b[:n]), b[n:], true
+	}
+	var out []byte
+	for i := 1; i < len(b); i++ {
+		if b[i] != '"' {
+			out = append(out, b[i])
+			continue
+		}
+		if i+1 < len(b) && b[i+1] == '"' {
+			out = append(out, '"')
+			i++
+			continue
+		}
+		return string(out), b[i+1:], true
+	}
+	return "", nil, false
 }
 
 // streamErr is nil when ctx ended (the stream was stopped), else err wrapped.

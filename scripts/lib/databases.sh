@@ -222,8 +222,8 @@ synchronous_commit = off
 full_page_writes = off
 ${TETHER_PG_CONF:-}
 EOF2
-	# TETHER_PG_LOGICAL=1: logical replication on, for tetherd's change stream (the tests): wal_level logical, the
-	# user may replicate, and the publication tetherd reads ("tether", every table of the database).
+	# TETHER_PG_LOGICAL=1: logical replication on, for tetherd's change stream (the tests): wal_level logical, and
+	# the user may replicate.
 	if [[ "${TETHER_PG_LOGICAL:-0}" == 1 ]]; then
 		echo "wal_level = logical" | _pg tee -a "$datadir/postgresql.conf" >/dev/null
 	fi
@@ -259,8 +259,7 @@ EOF2
 		-c "CREATE ROLE \"${u}_pool\" LOGIN PASSWORD '$p' IN ROLE \"$u\"" || die "postgres: creating $db and $u failed"
 	if [[ "${TETHER_PG_LOGICAL:-0}" == 1 ]]; then
 		"$psql" -X -q -v ON_ERROR_STOP=1 -h "$sockdir" -p "$port" -U postgres -d "$db" \
-			-c "ALTER ROLE \"$u\" REPLICATION" \
-			-c "CREATE PUBLICATION tether FOR ALL TABLES" || die "postgres: setting up logical replication failed"
+			-c "ALTER ROLE \"$u\" REPLICATION" || die "postgres: setting up logical replication failed"
 	fi
 	PG_DSN="host=$sockdir port=$port user=$u password=$p dbname=$db sslmode=disable"
 	PG_POOL_DSN="host=$sockdir port=$port user=${u}_pool password=$p dbname=$db sslmode=disable"
