@@ -43,11 +43,38 @@ type Backend interface {
 type ChangeFollower interface {
 	// FollowChanges reads the stream from its current end. It calls ready
 	// once every later commit will be reported, then changed with the tables
-	// each commit wrote ("schema.table", lower case), or nil when it cannot
-	// tell which (DDL, a statement of unknown reach), on its own goroutine.
+	// each commit wrote (unqualified, lower case: as Catalog names them), or
+	// nil when it cannot tell which (DDL, a statement of unknown reach), on
+	// its own goroutine.
 	// It returns nil when ctx ends, or the error that broke the stream (the
 	// caller starts it again).
 	FollowChanges(ctx context.Context, ready func(), changed func(tables []string)) error
+}
+
+// CacheCatalog is a SQL backend that can tell the result cache which of its
+// tables per-table invalidation cannot follow, from the database's catalog.
+type CacheCatalog interface {
+	// CacheCatalog reads the catalog. It returns an error when it cannot see
+	// all it needs (then the cache drops a backend's whole cache on every
+	// write).
+	CacheCatalog(ctx context.Context) (*Catalog, error)
+}
+
+// Catalog lists the tables whose reads or writes reach further than their
+// names say. Names are unqualified and lower-cased, as internal/sqltables
+// gives them, so a name stands for the tables of that name in every schema.
+type Catalog struct {
+	// ReadAll: a read naming one may depend on other tables (a view, a
+	// table with inheritance children): it is dropped by a write to any
+	// table.
+	ReadAll map[string]bool
+	// NoCache: its rows change without a write (a sequence, a foreign or
+	// federated table): a read naming one is not cached.
+	NoCache map[string]bool
+	// WriteAll: a write to one may write other tables (triggers, rules,
+	// foreign keys with ON DELETE/UPDATE CASCADE, SET NULL or SET DEFAULT,
+	// inheritance): it drops the backend's whole cache.
+	WriteAll map[string]bool
 }
 
 // Querier runs statements in the backend's own language (SQL, CQL).

@@ -64,21 +64,31 @@ type cachedRead struct {
 // meanwhile. It reports false when the query
 // is not one the cache may hold (then the caller runs it as usual).
 func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loopsql.Backend) bool {
-	used := s.cacheUsed[t.name]
-	if s.cache == nil || used == nil || r.Op != wire.OpQuery || !s.cacheableText(r.SQL) {
+	used, cb := s.cacheUsed[t.name], s.cacheBackends[t.name]
+	if s.cache == nil || used == nil || cb == nil || r.Op != wire.OpQuery {
 		return false
 	}
 	if r.CacheTTLMS <= 0 && !(s.cfg.Cache.MergeUncached && s.cfg.Cache.Merge) {
 		return false
 	}
-	used.Store(true) // before Begin: from now on, writes to t drop what it stores
+	tables, all, ok := cb.readTags(r.SQL)
+	if !ok {
+		return false
+	}
+	if !used.Swap(true) { // before Begin: from now on, writes to t drop what it stores
+		// DDL until now went unseen: the catalog is read again, and until
+		// then every write drops the whole cache.
+		cb.catalogChanged()
+		tables, all = nil, true
+	}
 	client := ss.sqlClient(t.name)
 	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
 		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS}}
 	cr.read = resultcache.Read{
 		Key: resultcache.Key{Backend: t.name, SQL: r.SQL, Params: r.Params, Profile: client.Profile,
 			Columnar: r.Columnar, TimeFormat: r.TimeFormat},
-		AllTables: true,
+		Tables:    tables,
+		AllTables: all,
 		TTL:       time.Duration(r.CacheTTLMS) * time.Millisecond,
 	}
 	return s.beginCachedRead(cr)
@@ -164,8 +174,9 @@ func (s *Server) completeCachedRead(c *sqlCall) {
 }
 
 // noteWrite drops the cached results of backend after an operation outside a
-// transaction that may have written there (a statement, or the key API's
-// writes), before its reply goes out. Until a query has asked for the cache
+// transaction that may have written there (a statement: what read the tables
+// it writes, see cachetables.go; the key API's writes: the backend's whole
+// cache), before its reply goes out. Until a query has asked for the cache
 // on that backend there is nothing to drop, and nothing is looked at.
 func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 	if s.cache == nil {
@@ -176,30 +187,11 @@ func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 	}
 	switch op {
 	case wire.OpQuery, wire.OpExec:
-		if mayWrite(sql) {
-			s.cache.InvalidateBackend(backend, resultcache.CauseWrite)
-		}
+		tables, all := s.writeOf(backend, sql)
+		s.invalidate(backend, tables, all, resultcache.CauseWrite)
 	case wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
 		s.cache.InvalidateBackend(backend, resultcache.CauseKeyAPI)
 	}
-}
-
-// maxCacheableMemo bounds the SQL texts whose cacheability is remembered.
-const maxCacheableMemo = 4096
-
-// cacheableText is cacheableRead, remembered per SQL text: a page sends the
-// same few statements again and again, and the look at the text costs more
-// than a cache hit's lookup. Loop goroutine only.
-func (s *Server) cacheableText(sql string) bool {
-	if ok, seen := s.cacheableMemo[sql]; seen {
-		return ok
-	}
-	if s.cacheableMemo == nil || len(s.cacheableMemo) >= maxCacheableMemo {
-		s.cacheableMemo = make(map[string]bool, 64)
-	}
-	ok := cacheableRead(sql)
-	s.cacheableMemo[sql] = ok
-	return ok
 }
 
 // cacheableRead reports whether a query's result may be cached: a plain

@@ -28,13 +28,8 @@ const commitVisibleDelay = 100 * time.Millisecond
 const streamRetryMax = 10 * time.Second
 
 // startChangeStreams starts following the change stream of every backend
-// that asks for it.
-func (s *Server) startChangeStreams() {
-	if s.cache == nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.streamStop = cancel
+// that asks for it, until ctx ends.
+func (s *Server) startChangeStreams(ctx context.Context) {
 	for name, b := range s.backends {
 		if !s.cfg.Backends[name].ChangeStream {
 			continue
@@ -43,30 +38,18 @@ func (s *Server) startChangeStreams() {
 		if !ok {
 			continue // Config.Validate refuses change_stream on other types
 		}
-		s.streams.Add(1)
+		s.bg.Add(1)
 		go s.followChanges(ctx, name, f)
-	}
-}
-
-// stopChangeStreams stops every stream and waits for them.
-func (s *Server) stopChangeStreams() {
-	if s.streamStop != nil {
-		s.streamStop()
-		s.streams.Wait()
 	}
 }
 
 // followChanges follows one backend's stream until ctx ends, reopening it
 // when it breaks.
 func (s *Server) followChanges(ctx context.Context, name string, f ChangeFollower) {
-	defer s.streams.Done()
+	defer s.bg.Done()
 	var again atomic.Bool // a second drop is due (commitVisibleDelay)
 	changed := func(tables []string) {
-		if tables == nil {
-			s.cache.InvalidateBackend(name, resultcache.CauseChangeStream)
-		} else {
-			s.cache.Invalidate(name, tables, resultcache.CauseChangeStream)
-		}
+		s.streamInvalidate(name, tables)
 		if again.CompareAndSwap(false, true) {
 			time.AfterFunc(commitVisibleDelay, func() {
 				again.Store(false)

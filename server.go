@@ -76,9 +76,11 @@ type Server struct {
 	// nothing to drop, and their text is not looked at).
 	cache         *resultcache.Cache
 	cacheUsed     map[string]*atomic.Bool
-	cacheableMemo map[string]bool    // cacheableRead per SQL text; loop goroutine only
-	streamStop    context.CancelFunc // stops the change streams (changestream.go)
-	streams       sync.WaitGroup
+	cacheBackends map[string]*cacheBackend // the MySQL and PostgreSQL backends' tables (cachetables.go)
+	// The cache's background work (change streams, catalogs): stopped by
+	// bgStop, waited for by bg.
+	bgStop context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.
@@ -96,7 +98,8 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	}
 	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
 		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano(),
-		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), cacheUsed: cacheUsed}
+		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), cacheUsed: cacheUsed,
+		cacheBackends: newCacheBackends(cfg)}
 }
 
 // Open starts the event loop, connects every backend (those driven by the
@@ -128,7 +131,12 @@ func (s *Server) Open(ctx context.Context) error {
 	s.reaperStop, s.reaperDone = make(chan struct{}), make(chan struct{})
 	go s.reapIdleTransactions()
 	s.startSweeper()
-	s.startChangeStreams()
+	if s.cache != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.bgStop = cancel
+		s.startChangeStreams(ctx)
+		s.startCatalogs(ctx)
+	}
 	return nil
 }
 
@@ -288,7 +296,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.sweepStop)
 		<-s.sweepDone
 	}
-	s.stopChangeStreams()
+	if s.bgStop != nil {
+		s.bgStop()
+		s.bg.Wait()
+	}
 	// The backends close before the loop stops: the loop drives some of them.
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

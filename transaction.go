@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tether-php/tether/backend/loopsql"
@@ -33,16 +32,20 @@ type txState struct {
 	running  bool
 	lastUsed time.Time
 	ended    *Error // set once the transaction is over; later ops get it
-	// wrote: a statement of it may have written, so its end drops its
-	// backend's cached results (cache.go).
-	wrote atomic.Bool
+	// writes: what its statements may have written, whose cached results
+	// its end drops (cache.go, cachetables.go).
+	writes writeSet
 }
 
-// noteStatement records that a statement of t may have written.
-func (t *txState) noteStatement(op wire.Op, sql string) {
-	if !t.wrote.Load() && mayWrite(sql) {
-		t.wrote.Store(true)
+// noteStatement records what a statement of t may have written. Whether or
+// not its backend's cache is in use yet: a read cached before t commits
+// must go when it does.
+func (t *txState) noteStatement(s *Server, sql string) {
+	if s.cache == nil {
+		return
 	}
+	tables, all := s.writeOf(t.backend, sql)
+	t.writes.add(tables, all)
 }
 
 // submit queues op to run after every op submitted before it. The server's
@@ -150,7 +153,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 		default:
 			res, err := s.execute(ctx, target{}, t.tx, &req)
 			if req.Op == wire.OpQuery || req.Op == wire.OpExec {
-				t.noteStatement(req.Op, req.SQL)
+				t.noteStatement(s, req.SQL)
 			}
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
@@ -164,8 +167,9 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 func (s *Server) endTx(t *txState, why *Error) {
 	// Committed (or rolled back: MySQL's DDL commits on its own) before its
 	// client hears of it: its backend's cached results go.
-	if used := s.cacheUsed[t.backend]; s.cache != nil && t.wrote.Load() && used != nil && used.Load() {
-		s.cache.InvalidateBackend(t.backend, resultcache.CauseTxCommit)
+	if used := s.cacheUsed[t.backend]; s.cache != nil && used != nil && used.Load() {
+		tables, all := t.writes.take()
+		s.invalidate(t.backend, tables, all, resultcache.CauseTxCommit)
 	}
 	t.mu.Lock()
 	if t.ended == nil {

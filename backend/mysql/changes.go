@@ -30,7 +30,8 @@ import (
 
 // FollowChanges implements tether.ChangeFollower: it reads the binary log from
 // its current end, calls ready once the stream is open, then changed with the
-// tables ("schema.table", lower case) of each row change and with nil for a
+// tables (unqualified, lower case) of each committed transaction's row
+// changes and with nil for a
 // statement of unknown reach (DDL, a statement-format write). It returns when
 // ctx ends (nil) or the stream breaks (the error).
 func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(tables []string)) error {
@@ -111,7 +112,7 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 				changed(nil)
 				continue
 			}
-			if name := strings.ToLower(string(e.Table.Schema) + "." + string(e.Table.Table)); !slices.Contains(tables, name) {
+			if name := strings.ToLower(string(e.Table.Table)); !slices.Contains(tables, name) {
 				tables = append(tables, name)
 			}
 		case *replication.XIDEvent:

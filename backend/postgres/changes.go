@@ -39,7 +39,7 @@ import (
 const statusEvery = 10 * time.Second
 
 // FollowChanges implements tether.ChangeFollower: it calls ready once the
-// stream is open, then changed with the tables ("schema.table", lower case)
+// stream is open, then changed with the tables (unqualified, lower case)
 // of each committed transaction's row changes and truncations. It returns
 // when ctx ends (nil) or the stream breaks (the error).
 func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(tables []string)) error {
@@ -143,11 +143,11 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 
 // decodedTables reads the tables test_decoding names at the start of a
 // change ("public.posts: UPDATE: ...", or for a TRUNCATE "public.a, s.\"B\":
-// TRUNCATE: ..."), each "schema.table" in lower case (quote_identifier's
-// quoting undone). It reports false for text it cannot read.
+// TRUNCATE: ..."), each unqualified and in lower case (quote_identifier's
+// quoting undone), as tether.Catalog names tables. It reports false for text it cannot read.
 func decodedTables(b []byte) (names []string, ok bool) {
 	for {
-		schema, rest, ok := decodedIdent(b)
+		_, rest, ok := decodedIdent(b) // the schema
 		if !ok || len(rest) == 0 || rest[0] != '.' {
 			return names, false
 		}
@@ -155,7 +155,7 @@ func decodedTables(b []byte) (names []string, ok bool) {
 		if !ok {
 			return names, false
 		}
-		names = append(names, strings.ToLower(schema+"."+table))
+		names = append(names, strings.ToLower(table))
 		switch {
 		case bytes.HasPrefix(rest, []byte(", ")):
 			b = rest[2:]

@@ -12,10 +12,10 @@ func TestDecodedTables(t *testing.T) {
 		want []string
 		ok   bool
 	}{
-		{`public.posts: UPDATE: id[integer]:1 v[text]:'a: b'`, []string{"public.posts"}, true},
-		{`public."My Table": INSERT: id[integer]:1`, []string{"public.my table"}, true},
-		{`"we""ird".t: DELETE: (no-tuple-data)`, []string{`we"ird.t`}, true},
-		{`public.a, s."B.c": TRUNCATE: (no-flags)`, []string{"public.a", "s.b.c"}, true},
+		{`public.posts: UPDATE: id[integer]:1 v[text]:'a: b'`, []string{"posts"}, true},
+		{`public."My Table": INSERT: id[integer]:1`, []string{"my table"}, true},
+		{`"we""ird".t: DELETE: (no-tuple-data)`, []string{"t"}, true},
+		{`public.a, s."B.c": TRUNCATE: (no-flags)`, []string{"a", "b.c"}, true},
 		{`nodot: INSERT:`, nil, false},
 		{`public."unterminated`, nil, false},
 		{``, nil, false},
