@@ -290,3 +290,12 @@ func (w *writeSet) take() (tables []string, all bool) {
 	w.tables, w.all = nil, false
 	return tables, all
 }
+
+// CacheStats returns the result cache's counters and size (zero when the
+// cache is off).
+func (s *Server) CacheStats() resultcache.Stats {
+	if s.cache == nil {
+		return resultcache.Stats{}
+	}
+	return s.cache.Stats()
+}
