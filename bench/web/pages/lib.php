@@ -65,6 +65,33 @@ function bench_ids(): array
     return array_keys($ids);
 }
 
+/** Ids the cached pages read 95% of the time (bench_hot_ids): after the first pages, each is in tetherd's cache. */
+const HOT_ROWS = 200;
+
+/**
+ * bench_hot_ids is bench_ids for the pages of cached reads: with ?id=K, K .. K+N-1; otherwise N distinct ones, each
+ * from the HOT_ROWS first ids with probability 0.95 (answered from the cache once read) and from the rest of the
+ * table otherwise (almost always a miss): a 95% hit rate, as a page that reads the same options, menus and
+ * categories on every request sees.
+ *
+ * @return list<int>
+ */
+function bench_hot_ids(): array
+{
+    $n = (int) ($_GET['n'] ?? 0);
+    if ($n < 1 || $n > 100) {
+        throw new RuntimeException('want ?n=1..100');
+    }
+    if (isset($_GET['id'])) {
+        return range((int) $_GET['id'], (int) $_GET['id'] + $n - 1);
+    }
+    $ids = [];
+    while (count($ids) < $n) {
+        $ids[mt_rand(1, 100) <= 95 ? mt_rand(1, HOT_ROWS) : mt_rand(HOT_ROWS + 1, TABLE_ROWS)] = true;
+    }
+    return array_keys($ids);
+}
+
 /**
  * render_row formats a bench_kv row as one fixed-width line. Values may come as strings or ints (mysqli, PDO, pgsql,
  * JSON) and created as "Y-m-d H:i:s" or "Y-m-dTH:i:s" (Tether); all give the same bytes.
