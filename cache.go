@@ -64,16 +64,29 @@ type cachedRead struct {
 // meanwhile. It reports false when the query
 // is not one the cache may hold (then the caller runs it as usual).
 func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loopsql.Backend) bool {
-	used, cb := s.cacheUsed[t.name], s.cacheBackends[t.name]
-	if s.cache == nil || used == nil || cb == nil || r.Op != wire.OpQuery {
+	read, ok := s.cacheRead(ss, r, t)
+	if !ok {
 		return false
 	}
+	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, read: read, req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
+		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS}}
+	return s.beginCachedRead(cr)
+}
+
+// cacheRead returns what the cache needs of a query outside a transaction on
+// t's backend, or false when the cache may not hold it (not asked for, not
+// cacheable, caching off). Loop goroutine.
+func (s *Server) cacheRead(ss *session, r *wire.Request, t target) (resultcache.Read, bool) {
+	used, cb := s.cacheUsed[t.name], s.cacheBackends[t.name]
+	if s.cache == nil || used == nil || cb == nil || r.Op != wire.OpQuery {
+		return resultcache.Read{}, false
+	}
 	if r.CacheTTLMS <= 0 && !(s.cfg.Cache.MergeUncached && s.cfg.Cache.Merge) {
-		return false
+		return resultcache.Read{}, false
 	}
 	tables, all, ok := cb.readTags(r.SQL)
 	if !ok {
-		return false
+		return resultcache.Read{}, false
 	}
 	if !used.Swap(true) { // before Begin: from now on, writes to t drop what it stores
 		// DDL until now went unseen: the catalog is read again, and until
@@ -81,17 +94,45 @@ func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loops
 		cb.catalogChanged()
 		tables, all = nil, true
 	}
-	client := ss.sqlClient(t.name)
-	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
-		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS}}
-	cr.read = resultcache.Read{
-		Key: resultcache.Key{Backend: t.name, SQL: r.SQL, Params: r.Params, Profile: client.Profile,
+	return resultcache.Read{
+		Key: resultcache.Key{Backend: t.name, SQL: r.SQL, Params: r.Params, Profile: ss.sqlClient(t.name).Profile,
 			Columnar: r.Columnar, TimeFormat: r.TimeFormat},
 		Tables:    tables,
 		AllTables: all,
 		TTL:       time.Duration(r.CacheTTLMS) * time.Millisecond,
+	}, true
+}
+
+// batchCachedRead answers a batch's query from the cache (true, with the
+// stored body), or returns the ticket under which its result is to be
+// stored when it has run (nil: it runs past the cache). In a batch a read
+// never waits on an identical one in flight: the batch's other operations
+// run meanwhile. Loop goroutine.
+func (s *Server) batchCachedRead(ss *session, op *wire.Request, t target) (hit []byte, ticket *resultcache.Ticket) {
+	read, ok := s.cacheRead(ss, op, t)
+	if !ok || read.TTL <= 0 {
+		return nil, nil
 	}
-	return s.beginCachedRead(cr)
+	out, value, ticket := s.cache.Begin(&read, nil)
+	if out == resultcache.Hit {
+		return value, nil
+	}
+	return nil, ticket
+}
+
+// completeBatchRead stores a batch query's result under its ticket (its
+// encoder's body, when it succeeded within max_result_bytes).
+func (s *Server) completeBatchRead(t *resultcache.Ticket, q *loopsql.Request, enc *wire.ResultEncoder) {
+	if q.Err != nil {
+		s.cache.Abandon(t)
+		return
+	}
+	body := enc.AppendBody(nil)
+	if len(body) > s.cfg.Server.MaxResultBytes {
+		s.cache.Abandon(t)
+		return
+	}
+	s.cache.Complete(t, body, nil)
 }
 
 // beginCachedRead asks the cache about cr and answers, waits or leads.

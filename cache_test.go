@@ -96,6 +96,26 @@ func TestCache_ServesUntilAWriteThroughTether(t *testing.T) {
 			expect("after another client's SET", read(c, 60000), "15")
 			behind(15)
 
+			// In a batch: a hit, and a read whose result the batch stores.
+			batchRead := func(sql string) string {
+				t.Helper()
+				res := c.ok(wire.Request{ID: 30, Op: wire.OpBatch, Ops: []wire.Request{
+					{Op: wire.OpQuery, Backend: "db", SQL: sql, Params: []any{int64(1)}, CacheTTLMS: 60000},
+				}}).Fields["results"].([]any)
+				item := res[0].(map[string]any)
+				if e := item["error"]; e != nil {
+					t.Fatalf("batch read: %v", e)
+				}
+				return fmt.Sprint(item["rows"].([]any)[0].([]any)[0])
+			}
+			same, derived := "SELECT v FROM cache_t WHERE id = "+d.p(1), "SELECT v + 0 AS w FROM cache_t WHERE id = "+d.p(1)
+			expect("a batch's read of a cached result", batchRead(same), "15")
+			expect("a batch's read stored", batchRead(derived), "15")
+			behind(97)
+			expect("a batch's read, a hit", batchRead(same), "15")
+			expect("a batch's read, stored by a batch", batchRead(derived), "15")
+			behind(15)
+
 			// The TTL bounds what tetherd does not see.
 			expect("stored with a short TTL", read(c, 150), "15")
 			behind(16)
@@ -316,8 +336,21 @@ func TestCache_NoStaleReads(t *testing.T) {
 							mu.Lock()
 							floor := acked[k]
 							mu.Unlock()
-							rep := c.do(wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: read, Params: []any{int64(k)}, CacheTTLMS: 60000})
-							got, err := strconv.ParseInt(firstValue(t, rep), 10, 64)
+							var value string
+							if id%2 == 0 { // half the reads in a batch
+								res := c.ok(wire.Request{ID: id, Op: wire.OpBatch, Ops: []wire.Request{
+									{Op: wire.OpQuery, Backend: "db", SQL: read, Params: []any{int64(k)}, CacheTTLMS: 60000},
+								}}).Fields["results"].([]any)
+								rows, _ := res[0].(map[string]any)["rows"].([]any)
+								if len(rows) != 1 {
+									t.Errorf("batch read: %v", res[0])
+									return
+								}
+								value = fmt.Sprint(rows[0].([]any)[0])
+							} else {
+								value = firstValue(t, c.do(wire.Request{ID: id, Op: wire.OpQuery, Backend: "db", SQL: read, Params: []any{int64(k)}, CacheTTLMS: 60000}))
+							}
+							got, err := strconv.ParseInt(value, 10, 64)
 							if err != nil {
 								t.Errorf("read: %v", err)
 								return

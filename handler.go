@@ -518,10 +518,11 @@ type batch struct {
 }
 
 type batchOutcome struct {
-	res *Result
-	err error
-	q   *loopsql.Request // a loop operation's request, and its rows
-	enc *wire.ResultEncoder
+	res    *Result
+	err    error
+	q      *loopsql.Request // a loop operation's request, and its rows
+	enc    *wire.ResultEncoder
+	cached []byte // a query answered from the result cache: its stored body
 }
 
 // startBatch starts a batch's operations and answers once they are all done,
@@ -571,6 +572,12 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 				b.done()
 				continue
 			}
+			hit, ticket := s.batchCachedRead(ss, op, t)
+			if hit != nil {
+				b.out[i].cached = hit
+				b.done()
+				continue
+			}
 			q, enc := s.newSQLRequest(ss, op, t.name, wire.Head{Nested: true})
 			q.Group = b
 			if op.TimeoutMS == 0 || deadline.Before(q.Deadline) {
@@ -578,7 +585,11 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 			}
 			b.out[i].q, b.out[i].enc = q, enc
 			q.Done = func(*loopsql.Request) {
-				s.noteWrite(t.name, op.Op, op.SQL)
+				if ticket != nil {
+					s.completeBatchRead(ticket, q, enc)
+				} else {
+					s.noteWrite(t.name, op.Op, op.SQL)
+				}
 				b.done()
 			}
 			lb.Submit(q)
@@ -616,6 +627,8 @@ func (b *batch) done() {
 		for i, o := range b.out {
 			op := &b.ops[i]
 			switch {
+			case o.cached != nil:
+				buf = wire.AppendCachedResult(buf, nested, op.Columnar, o.cached)
 			case o.q != nil:
 				buf = s.appendSQLOutcome(buf, nested, op.Op, o.q, o.enc)
 			case op.Op == wire.OpPing && o.err == nil:
