@@ -39,10 +39,12 @@ final class Operation
      *
      * @param array<mixed> $params positional parameters
      * @param string|null $timeFormat 'iso' or 'sql' (see Client's time_format option); null for the server's default
+     * @param int|null $cacheTtlMs let tetherd answer from its shared result cache, and keep this result there, for at
+     *                             most this many milliseconds (Client::query())
      */
-    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null): self
+    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat, $cacheTtlMs));
     }
 
     /**
@@ -50,10 +52,11 @@ final class Operation
      * ColumnarResult (Client::queryColumns()).
      *
      * @param array<mixed> $params positional parameters
+     * @param int|null $cacheTtlMs as for query()
      */
-    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null): self
+    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat, $cacheTtlMs));
     }
 
     /**

@@ -26,6 +26,13 @@ final class OperationTest extends TestCase
         self::assertSame(['op' => 'ping', 'timeout_ms' => 10], Operation::ping(10)->request);
     }
 
+    public function testCachedQueriesCarryTheirTtl(): void
+    {
+        self::assertSame(['op' => 'query', 'sql' => 'SELECT 1', 'cache_ttl_ms' => 5000], Operation::query('SELECT 1', cacheTtlMs: 5000)->request);
+        self::assertSame(['op' => 'query', 'sql' => 'SELECT 1', 'columnar' => true, 'cache_ttl_ms' => 5000], Operation::queryColumns('SELECT 1', cacheTtlMs: 5000)->request);
+        self::assertArrayNotHasKey('cache_ttl_ms', Operation::query('SELECT 1', cacheTtlMs: 0)->request);
+    }
+
     public function testKeyAndBigtableOperationsAreTheRequestMapsWithoutId(): void
     {
         $set = [Mutation::set('f', 'q', 'v', 1000)];
