@@ -140,13 +140,13 @@ type Result struct {
 
 // PoolStats is a snapshot of a backend's connection pool.
 type PoolStats struct {
-	Open    int // connections open, idle or in use
-	InUse   int
-	Idle    int
-	Waiting int64 // total number of waits for a free connection so far
+	Open    int   `json:"open"` // connections open, idle or in use
+	InUse   int   `json:"in_use"`
+	Idle    int   `json:"idle"`
+	Waiting int64 `json:"waits"` // total number of waits for a free connection so far
 	// Resets is how many times a connection was reset (MySQL
 	// COM_RESET_CONNECTION, PostgreSQL DISCARD ALL) because a statement left
 	// session state that cannot follow its client; each drops the
 	// connection's prepared statements.
-	Resets int64
+	Resets int64 `json:"resets"`
 }

@@ -21,7 +21,33 @@ type Config struct {
 	Server   ServerConfig             `toml:"server"`
 	Log      LogConfig                `toml:"log"`
 	Cache    CacheConfig              `toml:"cache"`
+	Admin    AdminConfig              `toml:"admin"`
 	Backends map[string]BackendConfig `toml:"backends"`
+}
+
+// AdminConfig is the admin listener (docs/operations.md, "Watching
+// tetherd"): /metrics, /healthz, /readyz and /status.json over HTTP, on a
+// Unix socket of its own (never the PHP socket) and optionally on loopback
+// TCP, for Prometheus, systemd and Kubernetes probes and the tether CLI.
+type AdminConfig struct {
+	Socket     string `toml:"socket"`      // Unix socket path; "auto": beside server.socket (SocketPath); empty disables it
+	SocketMode string `toml:"socket_mode"` // octal file mode, e.g. "0660"
+	TCPListen  string `toml:"tcp_listen"`  // optional, loopback only, e.g. "127.0.0.1:9187"; empty disables TCP
+}
+
+// SocketPath returns the admin socket's path: Socket, or for "auto" the
+// server's socket path with "-admin" before its extension
+// (var/tether.sock: var/tether-admin.sock), so that two tetherds with two
+// sockets have two admin sockets; "" when there is none.
+func (a AdminConfig) SocketPath(s ServerConfig) string {
+	if a.Socket != "auto" {
+		return a.Socket
+	}
+	if s.Socket == "" {
+		return ""
+	}
+	base := strings.TrimSuffix(s.Socket, ".sock")
+	return base + "-admin.sock"
 }
 
 // CacheConfig sizes the shared result cache (docs/operations.md, "Result
@@ -143,6 +169,7 @@ func DefaultConfig() Config {
 		},
 		Log:   LogConfig{Level: "info", Format: "text"},
 		Cache: CacheConfig{MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20, Merge: true},
+		Admin: AdminConfig{Socket: "auto", SocketMode: "0660"},
 		Backends: map[string]BackendConfig{
 			"main": DefaultBackendConfig("sqlite", DefaultSQLitePath),
 		},
@@ -175,14 +202,15 @@ func ParseConfig(r io.Reader) (Config, error) {
 		Server   ServerConfig              `toml:"server"`
 		Log      LogConfig                 `toml:"log"`
 		Cache    CacheConfig               `toml:"cache"`
+		Admin    AdminConfig               `toml:"admin"`
 		Backends map[string]toml.Primitive `toml:"backends"`
 	}
-	raw.Server, raw.Log, raw.Cache = cfg.Server, cfg.Log, cfg.Cache
+	raw.Server, raw.Log, raw.Cache, raw.Admin = cfg.Server, cfg.Log, cfg.Cache, cfg.Admin
 	md, err := toml.NewDecoder(r).Decode(&raw)
 	if err != nil {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
-	cfg.Server, cfg.Log, cfg.Cache = raw.Server, raw.Log, raw.Cache
+	cfg.Server, cfg.Log, cfg.Cache, cfg.Admin = raw.Server, raw.Log, raw.Cache, raw.Admin
 	if len(raw.Backends) > 0 {
 		cfg.Backends = make(map[string]BackendConfig, len(raw.Backends))
 	}
@@ -254,6 +282,17 @@ func (c *Config) Validate() error {
 		if !isLoopbackAddr(s.TCPListen) {
 			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address")
 		}
+	}
+	if p := c.Admin.SocketPath(s); p != "" && p == s.Socket {
+		bad("admin.socket", p, "must not be server.socket: PHP's socket never serves the admin API")
+	}
+	if c.Admin.SocketMode != "" {
+		if m, err := strconv.ParseUint(c.Admin.SocketMode, 8, 32); err != nil || m > 0o777 {
+			bad("admin.socket_mode", c.Admin.SocketMode, "must be an octal file mode such as 0660")
+		}
+	}
+	if c.Admin.TCPListen != "" && !isLoopbackAddr(c.Admin.TCPListen) {
+		bad("admin.tcp_listen", c.Admin.TCPListen, "the admin API listens on loopback only")
 	}
 	if c.Cache.MergeUncached && !c.Cache.Merge {
 		bad("cache.merge_uncached", true, "needs cache.merge")

@@ -92,6 +92,9 @@ func TestConfig_Validate(t *testing.T) {
 			c.Cache.MaxBytes = 0
 		}, "backends.main.change_stream", "cache.max_bytes"},
 		{"MergeUncachedWithoutMerge", func(c *tether.Config) { c.Cache.Merge, c.Cache.MergeUncached = false, true }, "cache.merge_uncached", "needs cache.merge"},
+		{"AdminOnPHPSocket", func(c *tether.Config) { c.Admin.Socket = c.Server.Socket }, "admin.socket", "never serves the admin API"},
+		{"AutoAdminOnPHPSocket", func(c *tether.Config) { c.Server.Socket = "var/x-admin.sock"; c.Admin.Socket = "var/x-admin.sock" }, "admin.socket", "never serves"},
+		{"AdminPublicTCP", func(c *tether.Config) { c.Admin.TCPListen = "0.0.0.0:9187" }, "admin.tcp_listen", "0.0.0.0:9187"},
 		{"CacheEntryOverCache", func(c *tether.Config) { c.Cache.MaxBytes, c.Cache.MaxEntryBytes = 1024, 2048 }, "cache.max_entry_bytes", "2048"},
 	}
 	for _, tc := range cases {

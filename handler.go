@@ -33,6 +33,7 @@ func (s *Server) OnOpen(c *evloop.Conn, tcp bool) {
 func (s *Server) OnClose(c *evloop.Conn) {
 	ss := c.Context.(*session)
 	delete(s.sessions, ss)
+	s.clients.Store(int64(len(s.sessions)))
 	ss.cancel()
 	for name, cl := range ss.clients {
 		if lb, ok := s.backends[name].(loopsql.Backend); ok {

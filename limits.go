@@ -69,6 +69,7 @@ func (s *Server) onOpenLimits(ss *session) bool {
 		return false
 	}
 	s.sessions[ss] = struct{}{}
+	s.clients.Store(int64(len(s.sessions)))
 	return true
 }
 
@@ -208,6 +209,7 @@ func (s *Server) closeClient(ss *session, code Code, format string, args ...any)
 	s.replyErrorNow(ss, 0, e)
 	ss.conn.Close()
 	delete(s.sessions, ss) // OnClose comes when the loop has closed it
+	s.clients.Store(int64(len(s.sessions)))
 }
 
 // shedMemory closes the client connections holding the most (partial

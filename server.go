@@ -47,6 +47,9 @@ type Server struct {
 
 	// The client bounds (limits.go); loop goroutine only.
 	sessions     map[*session]struct{}
+	clients      atomic.Int64 // len(sessions), for any goroutine (Snapshot)
+	opened       atomic.Bool  // every backend open, listeners up (Snapshot.Ready)
+	started      time.Time
 	clock        int64 // unix nanos, refreshed by every sweep
 	rejected     int   // connections refused past max_client_conns since last logged
 	rejectLogged int64
@@ -128,6 +131,8 @@ func (s *Server) Open(ctx context.Context) error {
 		s.stopLoop()
 		return err
 	}
+	s.started = time.Now()
+	s.opened.Store(true)
 	s.reaperStop, s.reaperDone = make(chan struct{}), make(chan struct{})
 	go s.reapIdleTransactions()
 	s.startSweeper()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/admin"
 )
 
 // Main is tetherd's program: flags, config, signals, and the server's lifecycle.
@@ -94,7 +95,28 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0))
+	// The admin API stays up through the drain (its /readyz says so) and
+	// closes last.
+	adminCfg := cfg.Admin
+	adminCfg.Socket = cfg.Admin.SocketPath(cfg.Server)
+	if adminCfg.Socket != "" {
+		if err := os.MkdirAll(dirOf(adminCfg.Socket), 0o755); err != nil {
+			srv.Shutdown(context.Background())
+			return fmt.Errorf("create admin socket directory: %w", err)
+		}
+	}
+	adm, err := admin.Listen(adminCfg, srv)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		return err
+	}
+	defer func() {
+		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		adm.Close(actx)
+		cancel()
+	}()
+	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0),
+		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen)
 
 	sigs := m.Signals
 	if sigs == nil {

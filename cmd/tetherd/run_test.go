@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,4 +234,64 @@ func TestMain_Signals(t *testing.T) {
 			t.Fatal("second signal did not exit")
 		}
 	})
+}
+
+// TestMain_Admin: the admin API answers on its own socket beside the PHP
+// socket (admin.socket "auto") while tetherd runs, and the socket is gone
+// once it stops.
+func TestMain_Admin(t *testing.T) {
+	dir := t.TempDir()
+	m, done, _ := start(t, "-config", writeConfig(t, dir, ""))
+	sock := filepath.Join(dir, "t-admin.sock")
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}, Timeout: 5 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		var err error
+		for i := 0; i < 200; i++ { // the admin socket comes just after the PHP one
+			var resp *http.Response
+			if resp, err = c.Get("http://tetherd" + path); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode, string(b)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("GET %s: %v", path, err)
+		return 0, ""
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 200 || body != "ready\n" {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	_, metrics := get("/metrics")
+	for _, want := range []string{`tether_pool_connections{backend="main",state="open",type="sqlite"} `, "tether_build_info{version=",
+		"tether_ready 1", "tether_clients ", "tether_cache_hits_total 0", `tether_cache_invalidations_total{cause="change_stream"} 0`,
+		"go_goroutines ", "process_resident_memory_bytes "} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+	_, status := get("/status.json")
+	var snap struct {
+		Ready bool `json:"ready"`
+		Pools []struct {
+			Backend string `json:"backend"`
+			Type    string `json:"type"`
+		} `json:"pools"`
+	}
+	if err := json.Unmarshal([]byte(status), &snap); err != nil || !snap.Ready || len(snap.Pools) != 1 || snap.Pools[0].Backend != "main" {
+		t.Errorf("/status.json: %v %s", err, status)
+	}
+	m.Signals <- syscall.SIGTERM
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Fatalf("admin socket left behind: %v", err)
+	}
 }

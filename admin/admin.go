@@ -1,0 +1,167 @@
+// Package admin is tetherd's admin API (docs/operations.md, "Watching
+// tetherd"): HTTP on a Unix socket of its own, and optionally loopback TCP,
+// never on the PHP socket.
+//
+//	GET /metrics      Prometheus text format (the official client library)
+//	GET /healthz      200 while the process serves
+//	GET /readyz       200 when every backend is open and tetherd is not draining, else 503
+//	GET /status.json  the server's Snapshot, for the tether CLI and scripts
+//
+// Everything it shows is read when asked (tether.Server.Snapshot): a scrape
+// costs the requests being served nothing.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	tether "github.com/tether-php/tether"
+)
+
+// Source is what the admin API shows: a running tetherd.
+type Source interface {
+	Snapshot() tether.Snapshot
+}
+
+// Handler returns the admin API's routes for src.
+func Handler(src Source) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newCollector(src))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		snap := src.Snapshot()
+		switch {
+		case snap.Draining:
+			http.Error(w, "not ready: draining", http.StatusServiceUnavailable)
+		case !snap.Ready:
+			http.Error(w, "not ready: starting", http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintln(w, "ready")
+		}
+	})
+	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(src.Snapshot())
+	})
+	return mux
+}
+
+// Listener is the admin API serving on its sockets.
+type Listener struct {
+	srv    *http.Server
+	socket string
+	done   chan struct{}
+}
+
+// Listen serves the admin API for src on cfg's Unix socket and TCP address
+// (either may be empty; both empty returns nil). A stale socket file left
+// by an earlier tetherd is replaced; a live one is an error.
+func Listen(cfg tether.AdminConfig, src Source) (*Listener, error) {
+	if cfg.Socket == "" && cfg.TCPListen == "" {
+		return nil, nil
+	}
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	if cfg.Socket != "" {
+		ln, err := listenUnix(cfg.Socket, cfg.SocketMode)
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	if cfg.TCPListen != "" {
+		ln, err := net.Listen("tcp", cfg.TCPListen)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("admin: listen on %s: %w", cfg.TCPListen, err)
+		}
+		lns = append(lns, ln)
+	}
+	l := &Listener{socket: cfg.Socket, done: make(chan struct{}),
+		srv: &http.Server{Handler: Handler(src), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}}
+	served := make(chan struct{}, len(lns))
+	for _, ln := range lns {
+		go func() {
+			l.srv.Serve(ln)
+			served <- struct{}{}
+		}()
+	}
+	go func() {
+		for range lns {
+			<-served
+		}
+		close(l.done)
+	}()
+	return l, nil
+}
+
+// Close stops the admin API (requests in flight get until ctx ends) and
+// removes its socket file.
+func (l *Listener) Close(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	err := l.srv.Shutdown(ctx)
+	<-l.done
+	if l.socket != "" {
+		os.Remove(l.socket)
+	}
+	return err
+}
+
+// listenUnix listens on path with mode (octal, "" keeps the umask's),
+// replacing a socket file nobody answers on.
+func listenUnix(path, mode string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("admin: %s exists and is not a socket: not removing it", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("admin: %s is in use by a running process", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("admin: remove stale socket %s: %w", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("admin: %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin: listen on %s: %w", path, err)
+	}
+	if mode != "" {
+		m, err := strconv.ParseUint(mode, 8, 32)
+		if err == nil {
+			err = os.Chmod(path, os.FileMode(m))
+		}
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("admin: socket mode %s: %w", mode, err)
+		}
+	}
+	return ln, nil
+}

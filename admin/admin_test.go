@@ -1,0 +1,74 @@
+package admin
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	tether "github.com/tether-php/tether"
+)
+
+type fakeSource struct{ snap tether.Snapshot }
+
+func (f *fakeSource) Snapshot() tether.Snapshot { return f.snap }
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	b, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(b)
+}
+
+// TestReadyz: ready only when open and not draining.
+func TestReadyz(t *testing.T) {
+	src := &fakeSource{}
+	h := Handler(src)
+	for _, c := range []struct {
+		ready, draining bool
+		code            int
+		body            string
+	}{
+		{false, false, 503, "not ready: starting\n"},
+		{true, false, 200, "ready\n"},
+		{false, true, 503, "not ready: draining\n"},
+	} {
+		src.snap = tether.Snapshot{Ready: c.ready, Draining: c.draining}
+		if code, body := get(t, h, "/readyz"); code != c.code || body != c.body {
+			t.Errorf("ready %v draining %v: %d %q, want %d %q", c.ready, c.draining, code, body, c.code, c.body)
+		}
+	}
+	if code, _ := get(t, h, "/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+}
+
+// TestMetrics: the snapshot's figures under their names, with bounded labels.
+func TestMetrics(t *testing.T) {
+	src := &fakeSource{snap: tether.Snapshot{Version: "v1.2.3", Ready: true, Clients: 7, InFlight: 3, Transactions: 2,
+		Pools: []tether.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 1, Idle: 3, Waiting: 9, Resets: 2}, CacheByTable: true}},
+		Cache: &tether.CacheSnapshot{Hits: 100, Misses: 5, Bytes: 4096, Entries: 3,
+			Refused: map[string]uint64{"too_large": 1}, Invalidations: map[string]uint64{"write": 4}, Dropped: map[string]uint64{"write": 6}}}}
+	_, body := get(t, Handler(src), "/metrics")
+	for _, want := range []string{
+		`tether_build_info{version="v1.2.3"} 1`,
+		"tether_clients 7", "tether_requests_in_flight 3", "tether_transactions_open 2", "tether_ready 1", "tether_draining 0",
+		`tether_pool_connections{backend="maria",state="in_use",type="mysql"} 1`,
+		`tether_pool_connections{backend="maria",state="idle",type="mysql"} 3`,
+		`tether_pool_waits_total{backend="maria"} 9`, `tether_pool_resets_total{backend="maria"} 2`,
+		`tether_cache_by_table{backend="maria"} 1`,
+		"tether_cache_hits_total 100", "tether_cache_misses_total 5", "tether_cache_bytes 4096", "tether_cache_entries 3",
+		`tether_cache_refused_total{reason="too_large"} 1`, `tether_cache_invalidations_total{cause="write"} 4`,
+		`tether_cache_invalidated_entries_total{cause="write"} 6`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics has no line %q", want)
+		}
+	}
+	src.snap.Cache = nil
+	if _, body := get(t, Handler(src), "/metrics"); strings.Contains(body, "tether_cache_hits_total") {
+		t.Error("cache metrics with the cache off")
+	}
+}

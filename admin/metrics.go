@@ -1,0 +1,115 @@
+package admin
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector turns a Snapshot into Prometheus metrics at each scrape. Names
+// follow Prometheus's conventions: the tether_ prefix, base units, _total on
+// counters; labels are bounded (backends come from the config, causes and
+// reasons are fixed sets).
+type collector struct {
+	src Source
+
+	buildInfo, started, ready, draining, clients, inFlight, txs *prometheus.Desc
+	poolConns, poolWaits, poolResets, cacheByTable              *prometheus.Desc
+	cacheHits, cacheMisses, cacheMerged, cacheStores            *prometheus.Desc
+	cacheEvictions, cacheExpired, cacheRefused                  *prometheus.Desc
+	cacheInvalidations, cacheDropped, cacheBytes, cacheEntries  *prometheus.Desc
+}
+
+func newCollector(src Source) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("tether_"+name, help, labels, nil)
+	}
+	return &collector{src: src,
+		buildInfo:          d("build_info", "tetherd's version (always 1).", "version"),
+		started:            d("start_time_seconds", "When tetherd started serving, in seconds since the Unix epoch."),
+		ready:              d("ready", "1 when every backend is open and tetherd is not draining."),
+		draining:           d("draining", "1 while tetherd drains before it exits."),
+		clients:            d("clients", "Client connections (PHP workers' sockets) open."),
+		inFlight:           d("requests_in_flight", "Requests being served."),
+		txs:                d("transactions_open", "Transactions open."),
+		poolConns:          d("pool_connections", "Backend connections of a pool, by state (open = in_use + idle).", "backend", "type", "state"),
+		poolWaits:          d("pool_waits_total", "Requests that waited for a free backend connection.", "backend"),
+		poolResets:         d("pool_resets_total", "Backend connections reset because a statement left session state that cannot follow its client.", "backend"),
+		cacheByTable:       d("cache_by_table", "1 when writes drop only the cached results that read their tables (the backend's catalog is known), 0 when they drop its whole cache.", "backend"),
+		cacheHits:          d("cache_hits_total", "Reads answered from the result cache."),
+		cacheMisses:        d("cache_misses_total", "Reads that asked for the cache and found no live result."),
+		cacheMerged:        d("cache_merged_total", "Reads answered by an identical read in flight."),
+		cacheStores:        d("cache_stores_total", "Results stored in the cache."),
+		cacheEvictions:     d("cache_evictions_total", "Cached results dropped to stay within cache.max_bytes."),
+		cacheExpired:       d("cache_expired_total", "Cached results dropped past their TTL."),
+		cacheRefused:       d("cache_refused_total", "Results not stored, by reason.", "reason"),
+		cacheInvalidations: d("cache_invalidations_total", "Invalidations, by cause.", "cause"),
+		cacheDropped:       d("cache_invalidated_entries_total", "Cached results dropped by invalidations, by cause.", "cause"),
+		cacheBytes:         d("cache_bytes", "Memory the result cache counts against cache.max_bytes."),
+		cacheEntries:       d("cache_entries", "Results in the cache."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.started, c.ready, c.draining, c.clients, c.inFlight, c.txs,
+		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
+		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
+		c.cacheBytes, c.cacheEntries} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Snapshot()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(c.buildInfo, 1, s.Version)
+	if !s.Started.IsZero() {
+		gauge(c.started, float64(s.Started.UnixNano())/1e9)
+	}
+	gauge(c.ready, b2f(s.Ready))
+	gauge(c.draining, b2f(s.Draining))
+	gauge(c.clients, float64(s.Clients))
+	gauge(c.inFlight, float64(s.InFlight))
+	gauge(c.txs, float64(s.Transactions))
+	for _, p := range s.Pools {
+		gauge(c.poolConns, float64(p.Stats.Open), p.Backend, p.Type, "open")
+		gauge(c.poolConns, float64(p.Stats.InUse), p.Backend, p.Type, "in_use")
+		gauge(c.poolConns, float64(p.Stats.Idle), p.Backend, p.Type, "idle")
+		counter(c.poolWaits, float64(p.Stats.Waiting), p.Backend)
+		counter(c.poolResets, float64(p.Stats.Resets), p.Backend)
+		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
+			gauge(c.cacheByTable, b2f(p.CacheByTable), p.Backend)
+		}
+	}
+	if cs := s.Cache; cs != nil {
+		counter(c.cacheHits, float64(cs.Hits))
+		counter(c.cacheMisses, float64(cs.Misses))
+		counter(c.cacheMerged, float64(cs.Merged))
+		counter(c.cacheStores, float64(cs.Stores))
+		counter(c.cacheEvictions, float64(cs.Evictions))
+		counter(c.cacheExpired, float64(cs.Expired))
+		for reason, n := range cs.Refused {
+			counter(c.cacheRefused, float64(n), reason)
+		}
+		for cause, n := range cs.Invalidations {
+			counter(c.cacheInvalidations, float64(n), cause)
+		}
+		for cause, n := range cs.Dropped {
+			counter(c.cacheDropped, float64(n), cause)
+		}
+		gauge(c.cacheBytes, float64(cs.Bytes))
+		gauge(c.cacheEntries, float64(cs.Entries))
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,112 @@
+package tether
+
+import (
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/tether-php/tether/internal/resultcache"
+)
+
+// Snapshot is what an operator sees of a running tetherd (the admin
+// listener's /status.json and /metrics, the tether CLI): read on demand, at no
+// cost to requests.
+type Snapshot struct {
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+	// Ready: every backend open and the listeners up, and not draining.
+	Ready    bool `json:"ready"`
+	Draining bool `json:"draining"`
+	// Clients connected, requests in flight, transactions open.
+	Clients      int64 `json:"clients"`
+	InFlight     int64 `json:"in_flight"`
+	Transactions int   `json:"transactions"`
+	Pools        []PoolSnapshot `json:"pools"`
+	// Cache is the result cache's counters; nil when it is off.
+	Cache *CacheSnapshot `json:"cache"`
+}
+
+// CacheSnapshot is the result cache's counters (they only grow) and size.
+type CacheSnapshot struct {
+	Hits      uint64 `json:"hits"`
+	Misses    uint64 `json:"misses"`
+	Merged    uint64 `json:"merged"`
+	Stores    uint64 `json:"stores"`
+	Evictions uint64 `json:"evictions"`
+	Expired   uint64 `json:"expired"`
+	// Refused: results not stored, by why: invalidated (a write during the
+	// read), too_large, uncacheable.
+	Refused map[string]uint64 `json:"refused"`
+	// Invalidations by cause (write, tx_commit, key_api, change_stream,
+	// admin), and the entries they dropped.
+	Invalidations map[string]uint64 `json:"invalidations"`
+	Dropped       map[string]uint64 `json:"dropped"`
+	Bytes         int64             `json:"bytes"`
+	Entries       int64             `json:"entries"`
+}
+
+// PoolSnapshot is one backend's pool.
+type PoolSnapshot struct {
+	Backend string    `json:"backend"`
+	Type    string    `json:"type"`
+	Stats   PoolStats `json:"stats"`
+	// CacheByTable: writes drop only what read their tables (the
+	// backend's catalog is known); false drops its whole cache.
+	CacheByTable bool `json:"cache_by_table"`
+}
+
+// Snapshot returns the server's state now. Safe from any goroutine.
+func (s *Server) Snapshot() Snapshot {
+	snap := Snapshot{Version: Version(), Started: s.started, Draining: s.draining.Load(),
+		Clients: s.clients.Load(), InFlight: s.inflight.n.Load(), Transactions: s.openTxs()}
+	if s.cache != nil {
+		st := s.cache.Stats()
+		c := &CacheSnapshot{Hits: st.Hits, Misses: st.Misses, Merged: st.Merged, Stores: st.Stores,
+			Evictions: st.Evictions, Expired: st.Expired, Bytes: st.Bytes, Entries: st.Entries,
+			Refused: map[string]uint64{"invalidated": st.RefusedInvalidated, "too_large": st.RefusedTooLarge,
+				"uncacheable": st.RefusedUncacheable},
+			Invalidations: map[string]uint64{}, Dropped: map[string]uint64{}}
+		for _, cause := range resultcache.Causes() {
+			c.Invalidations[cause.String()], c.Dropped[cause.String()] = st.Invalidations[cause], st.Dropped[cause]
+		}
+		snap.Cache = c
+	}
+	snap.Ready = s.opened.Load() && !snap.Draining
+	for name, b := range s.backends {
+		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: name, Type: s.cfg.Backends[name].Type, Stats: b.Stats(),
+			CacheByTable: s.CacheByTable(name)})
+	}
+	sort.Slice(snap.Pools, func(i, j int) bool { return snap.Pools[i].Backend < snap.Pools[j].Backend })
+	return snap
+}
+
+// Version returns tetherd's version: the module version it was built as, or
+// the VCS revision go build stamped, or "devel".
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			dirty = kv.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
