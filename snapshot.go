@@ -18,9 +18,9 @@ type Snapshot struct {
 	Ready    bool `json:"ready"`
 	Draining bool `json:"draining"`
 	// Clients connected, requests in flight, transactions open.
-	Clients      int64 `json:"clients"`
-	InFlight     int64 `json:"in_flight"`
-	Transactions int   `json:"transactions"`
+	Clients      int64          `json:"clients"`
+	InFlight     int64          `json:"in_flight"`
+	Transactions int            `json:"transactions"`
 	Pools        []PoolSnapshot `json:"pools"`
 	// Cache is the result cache's counters; nil when it is off.
 	Cache *CacheSnapshot `json:"cache"`
