@@ -4,9 +4,10 @@ GO ?= go
 
 .PHONY: build run test bench faults clean
 
-# build compiles the daemon to bin/tetherd.
+# build compiles the daemon to bin/tetherd and the operators' tool to bin/tether.
 build:
 	$(GO) build -o bin/tetherd ./cmd/tetherd
+	$(GO) build -o bin/tether ./cmd/tether
 
 # run starts tetherd on its embedded default (SQLite at var/tether.db, socket var/tether.sock) from the repo root.
 run: build

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/wire"
+)
+
+// Main is the tether command: flags, and one subcommand per run.
+type Main struct {
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// NewMain returns a Main wired to the process's streams.
+func NewMain() *Main { return &Main{Stdout: os.Stdout, Stderr: os.Stderr} }
+
+// Run parses args and runs the subcommand they name.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tether", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	configPath := fs.String("config", "", "tetherd's config file: where its sockets are (default: the embedded default's)")
+	adminSocket := fs.String("admin", "", "tetherd's admin socket (default: from -config, else env TETHER_ADMIN_SOCKET, else var/tether-admin.sock)")
+	socket := fs.String("socket", "", "tetherd's PHP socket, for ping and query (default: from -config, else env TETHER_SOCKET, else var/tether.sock)")
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|stats|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("no command")
+	}
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	if cmd == "check" {
+		return m.check(rest)
+	}
+	cfg := tether.DefaultConfig()
+	if *configPath != "" {
+		var err error
+		if cfg, err = tether.ReadConfigFile(*configPath); err != nil {
+			return err
+		}
+	}
+	admin := firstOf(*adminSocket, pick(*configPath != "", cfg.Admin.SocketPath(cfg.Server), ""), os.Getenv("TETHER_ADMIN_SOCKET"),
+		cfg.Admin.SocketPath(cfg.Server))
+	php := firstOf(*socket, pick(*configPath != "", cfg.Server.Socket, ""), os.Getenv("TETHER_SOCKET"), cfg.Server.Socket)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	switch cmd {
+	case "status", "pools", "stats":
+		if admin == "" {
+			return errors.New("no admin socket: set -admin, or admin.socket in tetherd's config")
+		}
+		snap, raw, err := fetchStatus(ctx, admin)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			_, err := m.Stdout.Write(raw)
+			return err
+		}
+		switch cmd {
+		case "status":
+			m.printStatus(snap)
+		case "pools":
+			m.printPools(snap)
+		default:
+			m.printCache(snap)
+		}
+		return nil
+	case "ping":
+		return m.ping(ctx, php, admin, *asJSON)
+	case "query":
+		return m.query(ctx, php, rest, *asJSON)
+	}
+	fs.Usage()
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func (m *Main) check(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: tether check CONFIG")
+	}
+	cfg, err := tether.ReadConfigFile(args[0])
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "%s: config ok (%d backends)\n", args[0], len(cfg.Backends))
+	return nil
+}
+
+// adminClient is an HTTP client whose every request goes to the admin socket.
+func adminClient(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+}
+
+func adminGet(ctx context.Context, socket, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://tetherd"+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := adminClient(socket).Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("admin socket %s: %w (is tetherd running, with admin.socket on?)", socket, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, b, err
+}
+
+func fetchStatus(ctx context.Context, socket string) (tether.Snapshot, []byte, error) {
+	var snap tether.Snapshot
+	code, b, err := adminGet(ctx, socket, "/status.json")
+	if err != nil {
+		return snap, nil, err
+	}
+	if code != http.StatusOK {
+		return snap, nil, fmt.Errorf("/status.json: HTTP %d: %s", code, strings.TrimSpace(string(b)))
+	}
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return snap, nil, fmt.Errorf("/status.json: %w", err)
+	}
+	return snap, b, nil
+}
+
+func (m *Main) printStatus(s tether.Snapshot) {
+	state := "ready"
+	switch {
+	case s.Draining:
+		state = "draining"
+	case !s.Ready:
+		state = "starting"
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "tetherd\t%s\n", s.Version)
+	fmt.Fprintf(tw, "state\t%s\n", state)
+	if !s.Started.IsZero() {
+		fmt.Fprintf(tw, "up\t%s (since %s)\n", time.Since(s.Started).Round(time.Second), s.Started.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "clients\t%d\n", s.Clients)
+	fmt.Fprintf(tw, "requests in flight\t%d\n", s.InFlight)
+	fmt.Fprintf(tw, "transactions open\t%d\n", s.Transactions)
+	tw.Flush()
+	fmt.Fprintln(m.Stdout)
+	m.printPools(s)
+	fmt.Fprintln(m.Stdout)
+	m.printCache(s)
+}
+
+func (m *Main) printPools(s tether.Snapshot) {
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\t")
+	for _, p := range s.Pools {
+		byTable := "-"
+		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
+			byTable = pick(p.CacheByTable, "yes", "no")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", p.Backend, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
+			p.Stats.Waiting, p.Stats.Resets, byTable)
+	}
+	tw.Flush()
+}
+
+func (m *Main) printCache(s tether.Snapshot) {
+	c := s.Cache
+	if c == nil {
+		fmt.Fprintln(m.Stdout, "result cache: off")
+		return
+	}
+	rate := "-"
+	if n := c.Hits + c.Misses; n > 0 {
+		rate = fmt.Sprintf("%.1f%%", 100*float64(c.Hits)/float64(n))
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "result cache\t%d entries, %d bytes\n", c.Entries, c.Bytes)
+	fmt.Fprintf(tw, "hits / misses\t%d / %d (hit rate %s)\n", c.Hits, c.Misses, rate)
+	fmt.Fprintf(tw, "merged reads\t%d\n", c.Merged)
+	fmt.Fprintf(tw, "stored / evicted / expired\t%d / %d / %d\n", c.Stores, c.Evictions, c.Expired)
+	fmt.Fprintf(tw, "invalidations\t%s\n", counts(c.Invalidations))
+	fmt.Fprintf(tw, "not stored\t%s\n", counts(c.Refused))
+	tw.Flush()
+}
+
+// counts formats a map of counters as "a 1, b 2", by name.
+func counts(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ping times a round trip on the PHP socket and asks /readyz.
+func (m *Main) ping(ctx context.Context, php, admin string, asJSON bool) error {
+	c, err := dial(ctx, php)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	start := time.Now()
+	rep, err := roundTrip(c, &wire.Request{ID: 1, Op: wire.OpPing})
+	rtt := time.Since(start)
+	if err != nil {
+		return err
+	}
+	if e := rep.Error(); e != nil {
+		return fmt.Errorf("ping: %v", e)
+	}
+	ready := "unknown (no admin socket)"
+	if admin != "" {
+		if code, b, err := adminGet(ctx, admin, "/readyz"); err == nil {
+			ready = strings.TrimSpace(string(b))
+			_ = code
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(m.Stdout).Encode(map[string]any{"socket": php, "rtt_us": rtt.Microseconds(), "readyz": ready})
+	}
+	fmt.Fprintf(m.Stdout, "pong from %s in %s; %s\n", php, rtt.Round(time.Microsecond), ready)
+	return nil
+}
+
+// query runs one SQL statement on the PHP socket and prints its rows.
+func (m *Main) query(ctx context.Context, php string, args []string, asJSON bool) error {
+	fs := flag.NewFlagSet("tether query", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	backend := fs.String("backend", "", "the backend (default: tetherd's default_backend)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("usage: tether query [-backend NAME] SQL [PARAM...]")
+	}
+	params := make([]any, 0, fs.NArg()-1)
+	for _, p := range fs.Args()[1:] {
+		params = append(params, p)
+	}
+	c, err := dial(ctx, php)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rep, err := roundTrip(c, &wire.Request{ID: 1, Op: wire.OpQuery, Backend: *backend, SQL: fs.Arg(0), Params: params})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(m.Stdout).Encode(rep.Fields)
+	}
+	if e := rep.Error(); e != nil {
+		return fmt.Errorf("%v: %v", e["code"], e["message"])
+	}
+	cols, _ := rep.Fields["columns"].([]any)
+	rows, _ := rep.Fields["rows"].([]any)
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	for i, col := range cols {
+		fmt.Fprint(tw, pick(i > 0, "\t", ""), col)
+	}
+	fmt.Fprintln(tw)
+	for _, r := range rows {
+		for i, v := range r.([]any) {
+			if v == nil {
+				v = "NULL"
+			}
+			fmt.Fprint(tw, pick(i > 0, "\t", ""), v)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintf(m.Stdout, "(%d rows)\n", len(rows))
+	return nil
+}
+
+func dial(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, fmt.Errorf("tetherd's socket %s: %w", socket, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	return c, nil
+}
+
+// roundTrip sends one request frame and reads its reply (docs/protocol.md).
+func roundTrip(c net.Conn, r *wire.Request) (*wire.Reply, error) {
+	b, st := wire.BeginFrame(nil)
+	if _, err := c.Write(wire.EndFrame(wire.AppendRequest(b, r), st)); err != nil {
+		return nil, err
+	}
+	var h [4]byte
+	if _, err := io.ReadFull(c, h[:]); err != nil {
+		return nil, fmt.Errorf("read reply: %w", err)
+	}
+	p := make([]byte, binary.BigEndian.Uint32(h[:]))
+	if _, err := io.ReadFull(c, p); err != nil {
+		return nil, fmt.Errorf("read reply: %w", err)
+	}
+	return wire.DecodeReply(p)
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func pick[T any](cond bool, a, b T) T {
+	if cond {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/admin"
+	"github.com/tether-php/tether/backend/sqlite"
+)
+
+// serve runs a tetherd (SQLite backend "main") with its admin API, and
+// returns its PHP and admin sockets.
+func serve(t *testing.T) (php, adm string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := tether.DefaultConfig()
+	cfg.Server.Socket = filepath.Join(dir, "t.sock")
+	cfg.Admin.Socket = filepath.Join(dir, "admin.sock")
+	cfg.Backends = map[string]tether.BackendConfig{"main": tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "t.db"))}
+	cfg.Server.DefaultBackend = "main"
+	b, err := sqlite.New(cfg.Backends["main"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := tether.NewServer(cfg, map[string]tether.Backend{"main": b}, nil)
+	if err := srv.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	l, err := admin.Listen(cfg.Admin, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l.Close(ctx)
+		srv.Shutdown(ctx)
+	})
+	return cfg.Server.Socket, cfg.Admin.Socket
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := (&Main{Stdout: &out, Stderr: &errOut}).Run(context.Background(), args)
+	return out.String() + errOut.String(), err
+}
+
+// TestCLI runs each command against a live tetherd.
+func TestCLI(t *testing.T) {
+	php, adm := serve(t)
+	flags := []string{"-socket", php, "-admin", adm}
+
+	out, err := run(t, append(flags, "query", "CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER)")...)
+	if err != nil {
+		t.Fatalf("query: %v\n%s", err, out)
+	}
+	if _, err := run(t, append(flags, "query", "INSERT INTO kv VALUES (?, 42)", "answer")...); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, append(flags, "query", "SELECT k, v FROM kv")...)
+	if err != nil || !strings.Contains(out, "answer") || !strings.Contains(out, "42") || !strings.Contains(out, "(1 rows)") {
+		t.Errorf("query: %v\n%s", err, out)
+	}
+	out, err = run(t, append(flags, "query", "SELECT * FROM missing")...)
+	if err == nil || !strings.Contains(err.Error(), "backend_error") {
+		t.Errorf("a failing query: %v\n%s", err, out)
+	}
+
+	out, err = run(t, append(flags, "status")...)
+	for _, want := range []string{"state", "ready", "clients", "BACKEND", "main", "sqlite", "result cache"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("status has no %q (%v):\n%s", want, err, out)
+		}
+	}
+	out, err = run(t, append(flags, "pools")...)
+	if err != nil || !strings.Contains(out, "main") || !strings.Contains(out, "OPEN") {
+		t.Errorf("pools: %v\n%s", err, out)
+	}
+	out, err = run(t, append(flags, "stats")...)
+	if err != nil || !strings.Contains(out, "hits / misses") {
+		t.Errorf("stats: %v\n%s", err, out)
+	}
+	out, err = run(t, append(flags, "-json", "status")...)
+	var snap tether.Snapshot
+	if err != nil || json.Unmarshal([]byte(out), &snap) != nil || !snap.Ready || len(snap.Pools) != 1 {
+		t.Errorf("status -json: %v\n%s", err, out)
+	}
+	out, err = run(t, append(flags, "ping")...)
+	if err != nil || !strings.Contains(out, "pong from") || !strings.Contains(out, "ready") {
+		t.Errorf("ping: %v\n%s", err, out)
+	}
+
+	// A tetherd that is not there: a clear error.
+	_, err = run(t, "-admin", filepath.Join(t.TempDir(), "none.sock"), "status")
+	if err == nil || !strings.Contains(err.Error(), "is tetherd running") {
+		t.Errorf("status without tetherd: %v", err)
+	}
+	if _, err = run(t, append(flags, "frobnicate")...); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Errorf("unknown command: %v", err)
+	}
+}
+
+// TestCheck validates config files.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte("[backends.main]\ntype = \"sqlite\"\ndsn = \"x.db\"\n"), 0o644)
+	if out, err := run(t, "check", good); err != nil || !strings.Contains(out, "config ok") {
+		t.Errorf("check good: %v %s", err, out)
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[backends.main]\ntype = \"oracle\"\ndsn = \"x\"\n"), 0o644)
+	if _, err := run(t, "check", bad); err == nil || !strings.Contains(err.Error(), "backends.main.type") {
+		t.Errorf("check bad: %v", err)
+	}
+}
