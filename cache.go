@@ -54,8 +54,9 @@ type cachedRead struct {
 	t    target
 	lb   loopsql.Backend
 	req  wire.Request
-	read resultcache.Read
-	done atomic.Bool // served once
+	read  resultcache.Read
+	done  atomic.Bool // served once
+	start time.Time   // when it was received, for metrics
 }
 
 // runCachedQuery answers a query that set cache_ttl_ms outside a transaction
@@ -68,7 +69,7 @@ func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loops
 	if !ok {
 		return false
 	}
-	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, read: read, req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
+	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, read: read, start: time.Now(), req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
 		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS}}
 	return s.beginCachedRead(cr)
 }
@@ -140,6 +141,7 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 	out, value, ticket := s.cache.Begin(&cr.read, cr)
 	switch out {
 	case resultcache.Hit:
+		s.metrics.observe(wire.OpQuery, cr.t.name, nil, cr.start)
 		id, columnar := cr.req.ID, cr.req.Columnar
 		s.replyNow(cr.ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id}, columnar, value) })
 	case resultcache.Wait:
@@ -174,13 +176,14 @@ func (cr *cachedRead) Served(value []byte, err error) {
 	if err == resultcache.ErrRetry {
 		// Its leader gave up for reasons of its own (its deadline, its client
 		// gone): run it again, merged anew with the others that waited.
-		again := &cachedRead{s: s, ss: cr.ss, t: cr.t, lb: cr.lb, req: cr.req, read: cr.read}
+		again := &cachedRead{s: s, ss: cr.ss, t: cr.t, lb: cr.lb, req: cr.req, read: cr.read, start: cr.start}
 		if !s.beginCachedRead(again) {
 			s.runLoopSQLUncached(cr.ss, &again.req, cr.t, cr.lb)
 		}
 		return
 	}
 	id, columnar := cr.req.ID, cr.req.Columnar
+	s.metrics.observe(wire.OpQuery, cr.t.name, err, cr.start)
 	if err != nil {
 		s.replyErrorNow(cr.ss, id, AsError(err))
 		return

@@ -428,10 +428,12 @@ func classify(ctx context.Context, err error) error {
 }
 
 func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Time) {
+	start := time.Now()
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
 	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
+	s.metrics.observe(r.Op, t.name, err, start)
 	s.noteWrite(t.name, r.Op, r.SQL)
 	s.logFailure(r, err)
 	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r, res, err) })
@@ -516,6 +518,7 @@ type batch struct {
 	left   atomic.Int32
 	ctx    context.Context
 	cancel context.CancelFunc
+	start  time.Time
 }
 
 type batchOutcome struct {
@@ -530,7 +533,7 @@ type batchOutcome struct {
 // in request order. Loop goroutine.
 func (s *Server) startBatch(ss *session, r *wire.Request) {
 	deadline := s.deadline(r.TimeoutMS)
-	b := &batch{s: s, ss: ss, id: r.ID, ops: r.Ops, out: make([]batchOutcome, len(r.Ops))}
+	b := &batch{s: s, ss: ss, id: r.ID, ops: r.Ops, out: make([]batchOutcome, len(r.Ops)), start: time.Now()}
 	b.ctx, b.cancel = context.WithDeadline(ss.ctx, deadline)
 	b.left.Store(int32(len(r.Ops)) + 1) // +1 until every operation has started
 	s.inflight.Add(1)
@@ -621,6 +624,7 @@ func (b *batch) done() {
 	defer s.inflight.Done()
 	defer s.unpend(b.ss)
 	b.cancel()
+	s.metrics.observe(wire.OpBatch, "", nil, b.start)
 	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)
 		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id}, len(b.out))

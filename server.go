@@ -84,6 +84,8 @@ type Server struct {
 	// bgStop, waited for by bg.
 	bgStop context.CancelFunc
 	bg     sync.WaitGroup
+
+	metrics *requestMetrics // requests by operation, backend and outcome (metrics.go)
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.
@@ -102,7 +104,7 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
 		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano(),
 		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), cacheUsed: cacheUsed,
-		cacheBackends: newCacheBackends(cfg)}
+		cacheBackends: newCacheBackends(cfg), metrics: newRequestMetrics(cfg)}
 }
 
 // Open starts the event loop, connects every backend (those driven by the

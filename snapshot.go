@@ -24,6 +24,8 @@ type Snapshot struct {
 	Pools        []PoolSnapshot `json:"pools"`
 	// Cache is the result cache's counters; nil when it is off.
 	Cache *CacheSnapshot `json:"cache"`
+	// Requests: the operations served so far, by backend.
+	Requests []RequestStats `json:"requests"`
 }
 
 // CacheSnapshot is the result cache's counters (they only grow) and size.
@@ -72,6 +74,7 @@ func (s *Server) Snapshot() Snapshot {
 		snap.Cache = c
 	}
 	snap.Ready = s.opened.Load() && !snap.Draining
+	snap.Requests = s.metrics.snapshot()
 	for name, b := range s.backends {
 		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: name, Type: s.cfg.Backends[name].Type, Stats: b.Stats(),
 			CacheByTable: s.CacheByTable(name)})

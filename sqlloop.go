@@ -55,7 +55,8 @@ type sqlCall struct {
 	h   wire.Head
 	op  wire.Op
 	enc *wire.ResultEncoder
-	be  string   // the backend's name, for logs
+	be    string    // the backend's name, for logs and metrics
+	start time.Time // when it was received, for metrics
 	tx  *txState // set for a statement, commit or rollback of a transaction
 	// ticket, for a query that leads a cached read (cache.go): its outcome
 	// goes to the cache and the reads that wait on it.
@@ -79,7 +80,7 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 	}
 	c.q = loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
 		Owner: c, Done: s.callDone}
-	c.ss, c.h, c.op, c.be = ss, wire.Head{ID: r.ID}, r.Op, backend
+	c.ss, c.h, c.op, c.be, c.start = ss, wire.Head{ID: r.ID}, r.Op, backend, time.Now()
 	if r.Op == wire.OpQuery {
 		c.q.Kind = loopsql.KindQuery
 		c.enc = getEncoder(c.h, r.Columnar, s.cfg.Server.MaxResultBytes)
@@ -101,6 +102,7 @@ func (s *Server) callDone(q *loopsql.Request) {
 		}
 	}
 	s.logSQLFailure(c.op, c.be, q.Err)
+	s.metrics.observe(c.op, c.be, q.Err, c.start)
 	// The cache hears of a write before its client does (so that the client
 	// reads its own writes), and of a leading read's outcome.
 	switch {

@@ -50,7 +50,9 @@ func TestMetrics(t *testing.T) {
 	src := &fakeSource{snap: tether.Snapshot{Version: "v1.2.3", Ready: true, Clients: 7, InFlight: 3, Transactions: 2,
 		Pools: []tether.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 1, Idle: 3, Waiting: 9, Resets: 2}, CacheByTable: true}},
 		Cache: &tether.CacheSnapshot{Hits: 100, Misses: 5, Bytes: 4096, Entries: 3,
-			Refused: map[string]uint64{"too_large": 1}, Invalidations: map[string]uint64{"write": 4}, Dropped: map[string]uint64{"write": 6}}}}
+			Refused: map[string]uint64{"too_large": 1}, Invalidations: map[string]uint64{"write": 4}, Dropped: map[string]uint64{"write": 6}},
+		Requests: []tether.RequestStats{{Op: "query", Backend: "maria", Outcomes: map[string]uint64{"ok": 9, "timeout": 1}, Count: 10,
+			Buckets: map[float64]uint64{0.001: 8, 1: 10}, SumSeconds: 0.5}}}}
 	_, body := get(t, Handler(src), "/metrics")
 	for _, want := range []string{
 		`tether_build_info{version="v1.2.3"} 1`,
@@ -62,6 +64,11 @@ func TestMetrics(t *testing.T) {
 		"tether_cache_hits_total 100", "tether_cache_misses_total 5", "tether_cache_bytes 4096", "tether_cache_entries 3",
 		`tether_cache_refused_total{reason="too_large"} 1`, `tether_cache_invalidations_total{cause="write"} 4`,
 		`tether_cache_invalidated_entries_total{cause="write"} 6`,
+		`tether_requests_total{backend="maria",code="ok",op="query"} 9`,
+		`tether_requests_total{backend="maria",code="timeout",op="query"} 1`,
+		`tether_request_duration_seconds_bucket{backend="maria",op="query",le="0.001"} 8`,
+		`tether_request_duration_seconds_bucket{backend="maria",op="query",le="+Inf"} 10`,
+		`tether_request_duration_seconds_sum{backend="maria",op="query"} 0.5`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics has no line %q", want)

@@ -16,6 +16,7 @@ type collector struct {
 	cacheHits, cacheMisses, cacheMerged, cacheStores            *prometheus.Desc
 	cacheEvictions, cacheExpired, cacheRefused                  *prometheus.Desc
 	cacheInvalidations, cacheDropped, cacheBytes, cacheEntries  *prometheus.Desc
+	requests, duration                                          *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -45,6 +46,8 @@ func newCollector(src Source) *collector {
 		cacheDropped:       d("cache_invalidated_entries_total", "Cached results dropped by invalidations, by cause.", "cause"),
 		cacheBytes:         d("cache_bytes", "Memory the result cache counts against cache.max_bytes."),
 		cacheEntries:       d("cache_entries", "Results in the cache."),
+		requests:           d("requests_total", "Requests answered, by operation, backend (empty for ping, batch and join) and result (ok or the error code).", "op", "backend", "code"),
+		duration:           d("request_duration_seconds", "Time from a request's arrival to its answer, by operation and backend.", "op", "backend"),
 	}
 }
 
@@ -53,7 +56,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.started, c.ready, c.draining, c.clients, c.inFlight, c.txs,
 		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
 		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
-		c.cacheBytes, c.cacheEntries} {
+		c.cacheBytes, c.cacheEntries, c.requests, c.duration} {
 		ch <- d
 	}
 }
@@ -85,6 +88,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
 			gauge(c.cacheByTable, b2f(p.CacheByTable), p.Backend)
 		}
+	}
+	for _, r := range s.Requests {
+		for code, n := range r.Outcomes {
+			counter(c.requests, float64(n), r.Op, r.Backend, code)
+		}
+		ch <- prometheus.MustNewConstHistogram(c.duration, r.Count, r.SumSeconds, r.Buckets, r.Op, r.Backend)
 	}
 	if cs := s.Cache; cs != nil {
 		counter(c.cacheHits, float64(cs.Hits))

@@ -75,6 +75,17 @@ func TestCLI(t *testing.T) {
 		t.Errorf("a failing query: %v\n%s", err, out)
 	}
 
+	// The admin API counted them.
+	_, metrics, err := adminGet(context.Background(), adm, "/metrics")
+	for _, want := range []string{`tether_requests_total{backend="main",code="ok",op="query"} 3`,
+		`tether_requests_total{backend="main",code="backend_error",op="query"} 1`,
+		`tether_request_duration_seconds_bucket{backend="main",op="query",le="+Inf"} 4`,
+		`tether_request_duration_seconds_count{backend="main",op="query"} 4`} {
+		if err != nil || !strings.Contains(string(metrics), want+"\n") {
+			t.Errorf("/metrics has no line %q (%v)", want, err)
+		}
+	}
+
 	out, err = run(t, append(flags, "status")...)
 	for _, want := range []string{"state", "ready", "clients", "BACKEND", "main", "sqlite", "result cache"} {
 		if err != nil || !strings.Contains(out, want) {

@@ -1,0 +1,129 @@
+package tether
+
+import (
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-php/tether/wire"
+)
+
+// Request metrics (the admin API's tether_requests_total and
+// tether_request_duration_seconds): counts by operation, backend and outcome,
+// and latency histograms by operation and backend, in fixed arrays of
+// atomics: observing a request takes a clock read and three atomic adds, no
+// lock and no allocation.
+
+// latencyBuckets are the histograms' upper bounds, in seconds: a local round
+// trip is tens of microseconds, a page's slow query seconds.
+var latencyBuckets = [...]float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1, 5}
+
+// outcomes are the result labels: "ok", then every error code.
+var outcomes = [...]Code{"ok", CodeBadFrame, CodeTooLarge, CodeBadRequest, CodeUnknownOp, CodeUnknownBackend, CodeUnknownTx,
+	CodeUnknownTable, CodeUnauthorized, CodeBackendError, CodeUnavailable, CodeBusy, CodeTimeout, CodeTxAborted,
+	CodeUnsupported, CodeInternal}
+
+// numOps bounds the ops counted (wire.Op values).
+const numOps = int(wire.OpJoin) + 1
+
+type metricCell struct {
+	outcomes [len(outcomes)]atomic.Uint64
+	buckets  [len(latencyBuckets) + 1]atomic.Uint64 // the last: over every bound
+	sumNanos atomic.Uint64
+}
+
+type requestMetrics struct {
+	backend map[string]int // backend name -> index from 1; 0: none (ping, batch, join)
+	names   []string       // by index
+	cells   []metricCell   // [op*len(names) + backend]
+}
+
+func newRequestMetrics(cfg Config) *requestMetrics {
+	m := &requestMetrics{backend: map[string]int{}, names: []string{""}}
+	names := make([]string, 0, len(cfg.Backends))
+	for name := range cfg.Backends {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m.backend[name] = len(m.names)
+		m.names = append(m.names, name)
+	}
+	m.cells = make([]metricCell, numOps*len(m.names))
+	return m
+}
+
+// observe counts one request of op on backend ("" for none) that ended with
+// err (nil: ok) and began at start. Safe from any goroutine.
+func (m *requestMetrics) observe(op wire.Op, backend string, err error, start time.Time) {
+	if int(op) >= numOps {
+		return
+	}
+	cell := &m.cells[int(op)*len(m.names)+m.backend[backend]]
+	o := 0
+	if err != nil {
+		code := AsError(err).Code
+		o = len(outcomes) - 1 // internal, for a code not listed
+		for i, c := range outcomes {
+			if c == code {
+				o = i
+				break
+			}
+		}
+	}
+	cell.outcomes[o].Add(1)
+	d := time.Since(start)
+	secs := d.Seconds()
+	b := len(latencyBuckets)
+	for i, bound := range latencyBuckets {
+		if secs <= bound {
+			b = i
+			break
+		}
+	}
+	cell.buckets[b].Add(1)
+	cell.sumNanos.Add(uint64(d))
+}
+
+// RequestStats is one operation's requests on one backend.
+type RequestStats struct {
+	Op      string `json:"op"`
+	Backend string `json:"backend,omitempty"`
+	// Outcomes counts them by result: "ok" or the error code.
+	Outcomes map[string]uint64 `json:"outcomes"`
+	Count    uint64            `json:"count"`
+	// Buckets are the histogram's cumulative counts by upper bound
+	// (seconds), as Prometheus wants them; SumSeconds their total time.
+	Buckets    map[float64]uint64 `json:"-"`
+	SumSeconds float64            `json:"sum_seconds"`
+}
+
+// snapshot returns the cells that counted anything.
+func (m *requestMetrics) snapshot() []RequestStats {
+	var out []RequestStats
+	for op := 0; op < numOps; op++ {
+		for bi, name := range m.names {
+			cell := &m.cells[op*len(m.names)+bi]
+			var count uint64
+			counts := map[string]uint64{}
+			for i := range outcomes {
+				if n := cell.outcomes[i].Load(); n > 0 {
+					counts[string(outcomes[i])] = n
+					count += n
+				}
+			}
+			if count == 0 {
+				continue
+			}
+			buckets := make(map[float64]uint64, len(latencyBuckets))
+			var cum uint64
+			for i, bound := range latencyBuckets {
+				cum += cell.buckets[i].Load()
+				buckets[bound] = cum
+			}
+			out = append(out, RequestStats{Op: wire.Op(op).String(), Backend: name, Outcomes: counts, Count: count,
+				Buckets: buckets, SumSeconds: float64(cell.sumNanos.Load()) / 1e9})
+		}
+	}
+	return out
+}
