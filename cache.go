@@ -49,11 +49,11 @@ func newResultCache(cfg CacheConfig, memoryBudget int64) *resultcache.Cache {
 // on its own if that read is abandoned. It owns its SQL text and parameters
 // (each frame's decode allocates them anew).
 type cachedRead struct {
-	s    *Server
-	ss   *session
-	t    target
-	lb   loopsql.Backend
-	req  wire.Request
+	s     *Server
+	ss    *session
+	t     target
+	lb    loopsql.Backend
+	req   wire.Request
 	read  resultcache.Read
 	done  atomic.Bool // served once
 	start time.Time   // when it was received, for metrics

@@ -50,14 +50,14 @@ func (ss *session) sqlClient(backend string) *loopsql.Client {
 // on (timeout, client gone) may still be referenced by its connection, and is
 // left to the garbage collector.
 type sqlCall struct {
-	q   loopsql.Request
-	ss  *session
-	h   wire.Head
-	op  wire.Op
-	enc *wire.ResultEncoder
+	q     loopsql.Request
+	ss    *session
+	h     wire.Head
+	op    wire.Op
+	enc   *wire.ResultEncoder
 	be    string    // the backend's name, for logs and metrics
 	start time.Time // when it was received, for metrics
-	tx  *txState // set for a statement, commit or rollback of a transaction
+	tx    *txState  // set for a statement, commit or rollback of a transaction
 	// ticket, for a query that leads a cached read (cache.go): its outcome
 	// goes to the cache and the reads that wait on it.
 	ticket *resultcache.Ticket
