@@ -141,7 +141,7 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 	out, value, ticket := s.cache.Begin(&cr.read, cr)
 	switch out {
 	case resultcache.Hit:
-		s.metrics.observe(wire.OpQuery, cr.t.name, nil, cr.start)
+		s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, nil, cr.start)
 		id, columnar := cr.req.ID, cr.req.Columnar
 		s.replyNow(cr.ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id}, columnar, value) })
 	case resultcache.Wait:
@@ -183,7 +183,7 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		return
 	}
 	id, columnar := cr.req.ID, cr.req.Columnar
-	s.metrics.observe(wire.OpQuery, cr.t.name, err, cr.start)
+	s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
 	if err != nil {
 		s.replyErrorNow(cr.ss, id, AsError(err))
 		return

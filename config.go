@@ -100,6 +100,9 @@ type LogConfig struct {
 	Level  string `toml:"level"`  // debug, info, warn, error
 	Format string `toml:"format"` // text or json
 	File   string `toml:"file"`   // append to this file, reopened on SIGHUP; empty: standard error
+	// SlowStatement logs (at warn) every statement or operation that took
+	// at least this long from its arrival to its answer; 0 turns it off.
+	SlowStatement Duration `toml:"slow_statement"`
 }
 
 // BackendConfig configures one backend and its pool.
@@ -293,6 +296,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Admin.TCPListen != "" && !isLoopbackAddr(c.Admin.TCPListen) {
 		bad("admin.tcp_listen", c.Admin.TCPListen, "the admin API listens on loopback only")
+	}
+	if c.Log.SlowStatement < 0 {
+		bad("log.slow_statement", c.Log.SlowStatement, "must not be negative (0 turns it off)")
 	}
 	if c.Cache.MergeUncached && !c.Cache.Merge {
 		bad("cache.merge_uncached", true, "needs cache.merge")

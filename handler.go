@@ -433,7 +433,7 @@ func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Tim
 	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
-	s.metrics.observe(r.Op, t.name, err, start)
+	s.observed(r.Op, t.name, r.SQL, err, start)
 	s.noteWrite(t.name, r.Op, r.SQL)
 	s.logFailure(r, err)
 	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r, res, err) })
@@ -624,7 +624,7 @@ func (b *batch) done() {
 	defer s.inflight.Done()
 	defer s.unpend(b.ss)
 	b.cancel()
-	s.metrics.observe(wire.OpBatch, "", nil, b.start)
+	s.observed(wire.OpBatch, "", "", nil, b.start)
 	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)
 		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id}, len(b.out))

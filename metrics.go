@@ -53,11 +53,30 @@ func newRequestMetrics(cfg Config) *requestMetrics {
 	return m
 }
 
+// observed counts a request in the metrics and, past log.slow_statement,
+// logs it. Safe from any goroutine.
+func (s *Server) observed(op wire.Op, backend, sql string, err error, start time.Time) {
+	d := s.metrics.observe(op, backend, err, start)
+	if slow := time.Duration(s.cfg.Log.SlowStatement); slow > 0 && d >= slow {
+		if len(sql) > 1024 {
+			sql = sql[:1024] + "..."
+		}
+		code := "ok"
+		if err != nil {
+			code = string(AsError(err).Code)
+		}
+		s.log.Warn("slow statement", "op", op.String(), "backend", backend, "took", d.Round(time.Microsecond),
+			"code", code, "sql", sql)
+	}
+}
+
 // observe counts one request of op on backend ("" for none) that ended with
-// err (nil: ok) and began at start. Safe from any goroutine.
-func (m *requestMetrics) observe(op wire.Op, backend string, err error, start time.Time) {
+// err (nil: ok) and began at start, and returns how long it took. Safe from
+// any goroutine.
+func (m *requestMetrics) observe(op wire.Op, backend string, err error, start time.Time) time.Duration {
+	d := time.Since(start)
 	if int(op) >= numOps {
-		return
+		return d
 	}
 	cell := &m.cells[int(op)*len(m.names)+m.backend[backend]]
 	o := 0
@@ -72,7 +91,6 @@ func (m *requestMetrics) observe(op wire.Op, backend string, err error, start ti
 		}
 	}
 	cell.outcomes[o].Add(1)
-	d := time.Since(start)
 	secs := d.Seconds()
 	b := len(latencyBuckets)
 	for i, bound := range latencyBuckets {
@@ -83,6 +101,7 @@ func (m *requestMetrics) observe(op wire.Op, backend string, err error, start ti
 	}
 	cell.buckets[b].Add(1)
 	cell.sumNanos.Add(uint64(d))
+	return d
 }
 
 // RequestStats is one operation's requests on one backend.

@@ -102,7 +102,7 @@ func (s *Server) callDone(q *loopsql.Request) {
 		}
 	}
 	s.logSQLFailure(c.op, c.be, q.Err)
-	s.metrics.observe(c.op, c.be, q.Err, c.start)
+	s.observed(c.op, c.be, c.q.SQL, q.Err, c.start)
 	// The cache hears of a write before its client does (so that the client
 	// reads its own writes), and of a leading read's outcome.
 	switch {
