@@ -83,9 +83,17 @@ func (s *Server) Snapshot() Snapshot {
 	return snap
 }
 
-// Version returns tetherd's version: the module version it was built as, or
-// the VCS revision go build stamped, or "devel".
+// buildVersion is set at link time by packages
+// (-ldflags "-X github.com/tether-php/tether.buildVersion=1.2.3").
+var buildVersion string
+
+// Version returns tetherd's version: the one a package build set, or the
+// module version it was built as, or the VCS revision go build stamped, or
+// "devel".
 func Version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"

@@ -300,6 +300,12 @@ stop_tetherd || tetherd_rc=$?
 ((tetherd_rc == 0)) || { tail_file "$TEST_DIR/tetherd-quickstart.log"; die "tetherd exited $tetherd_rc on SIGTERM (want 0)"; }
 rm -f "$TEST_DIR/tetherd.pid"
 
+# The Debian package builds, holds what it should, and its tetherd accepts its config.
+step "package (deb)"
+bash scripts/package-deb.sh >"$TEST_DIR/package-deb.log" 2>&1 ||
+	{ tail_file "$TEST_DIR/package-deb.log"; die "scripts/package-deb.sh failed (log: $TEST_DIR/package-deb.log)"; }
+tail -n 1 "$TEST_DIR/package-deb.log" >&2
+
 # --- 11 --------------------------------------------------------------------------------------------------------
 # The benchmark command must keep working; --quick asserts no timings (speed is measured by the full run, never by
 # a test) but runs every row end to end against its own throwaway MariaDB and tetherd.

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# scripts/package-deb.sh: builds the Debian package of Tether (tetherd, the tether CLI, the systemd unit, a config
+# and the docs) into var/pkg/tether_VERSION_ARCH.deb with dpkg-deb, then checks it: its metadata and files, and that
+# the packaged tetherd accepts the packaged config (-check) and answers `tether check`.
+#
+#   bash scripts/package-deb.sh [VERSION]     # VERSION defaults to 0.0.0~git<date>.<commit>
+#
+# Installing: sudo apt install ./var/pkg/tether_*.deb; then edit /etc/tether/tetherd.toml and
+# sudo systemctl restart tetherd.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=lib/common.sh
+source scripts/lib/common.sh
+
+command -v dpkg-deb >/dev/null || die "package-deb: dpkg-deb not found (Debian's dpkg)"
+arch=$(dpkg --print-architecture)
+version=${1:-0.0.0~git$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null || date +%Y%m%d).$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+out=$ROOT/var/pkg
+tree=$out/tree
+rm -rf "$tree"
+mkdir -p "$tree/DEBIAN" "$tree/usr/bin" "$tree/lib/systemd/system" "$tree/etc/tether" "$tree/usr/share/doc/tether"
+
+log "package-deb: building tetherd and tether $version for $arch"
+ldflags="-X github.com/tether-php/tether.buildVersion=$version"
+CGO_ENABLED=1 go build -trimpath -ldflags "$ldflags" -o "$tree/usr/bin/tetherd" ./cmd/tetherd
+CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tree/usr/bin/tether" ./cmd/tether
+install -m 0644 packaging/tetherd.service "$tree/lib/systemd/system/tetherd.service"
+install -m 0640 packaging/tetherd.toml "$tree/etc/tether/tetherd.toml"
+install -m 0644 etc/tetherd.toml "$tree/usr/share/doc/tether/tetherd.toml.example"
+install -m 0644 README.md docs/operations.md docs/protocol.md docs/reliability.md "$tree/usr/share/doc/tether/"
+
+cat >"$tree/DEBIAN/control" <<CONTROL
+Package: tether
+Version: $version
+Architecture: $arch
+Maintainer: Tether developers <tether@localhost>
+Section: database
+Priority: optional
+Depends: adduser
+Installed-Size: $(du -sk "$tree" | cut -f1)
+Description: pooled data access for PHP: the tetherd sidecar
+ tetherd holds warm, pooled connections to MySQL/MariaDB, PostgreSQL, SQLite,
+ Cassandra, Bigtable and HTTP upstreams beside the web server; PHP talks to it
+ over a Unix socket. The package installs tetherd, the tether CLI, a systemd
+ unit and a configuration on SQLite.
+CONTROL
+echo /etc/tether/tetherd.toml >"$tree/DEBIAN/conffiles"
+cat >"$tree/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+	if ! getent passwd tether >/dev/null; then
+		adduser --system --group --home /var/lib/tether --no-create-home --quiet tether
+	fi
+	if getent group www-data >/dev/null; then
+		adduser --quiet tether www-data || true
+	fi
+	chown root:tether /etc/tether/tetherd.toml
+	if [ -d /run/systemd/system ]; then
+		systemctl daemon-reload >/dev/null || true
+		systemctl enable tetherd.service >/dev/null || true
+		systemctl restart tetherd.service || true
+	fi
+fi
+POSTINST
+cat >"$tree/DEBIAN/prerm" <<'PRERM'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
+	systemctl stop tetherd.service >/dev/null || true
+	systemctl disable tetherd.service >/dev/null || true
+fi
+PRERM
+cat >"$tree/DEBIAN/postrm" <<'POSTRM'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload >/dev/null || true
+fi
+POSTRM
+chmod 0755 "$tree/DEBIAN/postinst" "$tree/DEBIAN/prerm" "$tree/DEBIAN/postrm"
+
+deb=$out/tether_${version}_${arch}.deb
+rm -f "$out"/tether_*.deb
+dpkg-deb --root-owner-group --build "$tree" "$deb" >/dev/null
+log "package-deb: built $deb ($(du -h "$deb" | cut -f1))"
+
+# The checks: metadata, files, and the packaged binaries with the packaged config.
+info=$(dpkg-deb --info "$deb")
+[[ "$info" == *"Package: tether"* && "$info" == *"Version: $version"* ]] || die "package-deb: wrong metadata:\n$info"
+contents=$(dpkg-deb --contents "$deb")
+for f in ./usr/bin/tetherd ./usr/bin/tether ./lib/systemd/system/tetherd.service ./etc/tether/tetherd.toml \
+	./usr/share/doc/tether/operations.md; do
+	grep -q " $f\$" <<<"$contents" || die "package-deb: $f is not in the package"
+done
+check=$out/check
+rm -rf "$check"
+dpkg-deb -x "$deb" "$check"
+"$check/usr/bin/tetherd" -config "$check/etc/tether/tetherd.toml" -check >/dev/null ||
+	die "package-deb: the packaged tetherd refuses the packaged config"
+"$check/usr/bin/tether" check "$check/etc/tether/tetherd.toml" >/dev/null ||
+	die "package-deb: tether check refuses the packaged config"
+if command -v systemd-analyze >/dev/null; then
+	systemd-analyze verify "$check/lib/systemd/system/tetherd.service" 2>&1 | grep -v "Command /usr/bin/tetherd is not executable\|No such file" || true
+fi
+rm -rf "$check" "$tree"
+log "package-deb: $deb checked (metadata, files, tetherd -check and tether check on the packaged config)"
