@@ -45,11 +45,12 @@ function bench_id(): int
 
 /**
  * bench_ids returns the primary keys of a page of N point reads, N = ?n (1..100): with ?id=K, K .. K+N-1, so that the
- * body check is deterministic; otherwise N random distinct ones.
+ * body check is deterministic; otherwise N distinct ones, each drawn by $pick (default: uniformly from the table).
  *
+ * @param (callable(): int)|null $pick
  * @return list<int>
  */
-function bench_ids(): array
+function bench_ids(?callable $pick = null): array
 {
     $n = (int) ($_GET['n'] ?? 0);
     if ($n < 1 || $n > 100) {
@@ -58,9 +59,10 @@ function bench_ids(): array
     if (isset($_GET['id'])) {
         return range((int) $_GET['id'], (int) $_GET['id'] + $n - 1);
     }
+    $pick ??= static fn (): int => mt_rand(1, TABLE_ROWS);
     $ids = [];
     while (count($ids) < $n) {
-        $ids[mt_rand(1, TABLE_ROWS)] = true;
+        $ids[$pick()] = true;
     }
     return array_keys($ids);
 }
@@ -69,27 +71,15 @@ function bench_ids(): array
 const HOT_ROWS = 200;
 
 /**
- * bench_hot_ids is bench_ids for the pages of cached reads: with ?id=K, K .. K+N-1; otherwise N distinct ones, each
- * from the HOT_ROWS first ids with probability 0.95 (answered from the cache once read) and from the rest of the
- * table otherwise (almost always a miss): a 95% hit rate, as a page that reads the same options, menus and
- * categories on every request sees.
+ * bench_hot_ids is bench_ids for the pages of cached reads: each id from the HOT_ROWS first ids with probability 0.95
+ * (answered from the cache once read) and from the rest of the table otherwise (almost always a miss): a 95% hit
+ * rate, as a page that reads the same options, menus and categories on every request sees.
  *
  * @return list<int>
  */
 function bench_hot_ids(): array
 {
-    $n = (int) ($_GET['n'] ?? 0);
-    if ($n < 1 || $n > 100) {
-        throw new RuntimeException('want ?n=1..100');
-    }
-    if (isset($_GET['id'])) {
-        return range((int) $_GET['id'], (int) $_GET['id'] + $n - 1);
-    }
-    $ids = [];
-    while (count($ids) < $n) {
-        $ids[mt_rand(1, 100) <= 95 ? mt_rand(1, HOT_ROWS) : mt_rand(HOT_ROWS + 1, TABLE_ROWS)] = true;
-    }
-    return array_keys($ids);
+    return bench_ids(static fn (): int => mt_rand(1, 100) <= 95 ? mt_rand(1, HOT_ROWS) : mt_rand(HOT_ROWS + 1, TABLE_ROWS));
 }
 
 /**
