@@ -89,7 +89,7 @@ func (s *Server) cacheRead(ss *session, r *wire.Request, t target) (resultcache.
 	if !ok {
 		return resultcache.Read{}, false
 	}
-	if !used.Swap(true) { // before Begin: from now on, writes to t drop what it stores
+	if !used.Load() && !used.Swap(true) { // before Begin: from now on, writes to t drop what it stores
 		// DDL until now went unseen: the catalog is read again, and until
 		// then every write drops the whole cache.
 		cb.catalogChanged()
@@ -231,7 +231,10 @@ func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 	}
 	switch op {
 	case wire.OpQuery, wire.OpExec:
-		tables, all := s.writeOf(backend, sql)
+		tables, all, ddl := s.writeOf(backend, op, sql)
+		if ddl {
+			s.noteDDL(backend)
+		}
 		s.invalidate(backend, tables, all, resultcache.CauseWrite)
 	case wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
 		s.cache.InvalidateBackend(backend, resultcache.CauseKeyAPI)

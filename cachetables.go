@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/internal/sqltables"
+	"github.com/tether-php/tether/wire"
 )
 
 // Per-table invalidation (docs/operations.md, "Result cache"): a cached read
@@ -27,8 +28,13 @@ import (
 // change stream, or within the TTL.
 const catalogRefresh = 30 * time.Second
 
-// maxReadMemo bounds the SQL texts whose analysis a backend remembers.
-const maxReadMemo = 4096
+// maxReadMemo and maxReadMemoBytes bound the SQL texts whose analysis a
+// backend remembers (WordPress's SQL carries its values: most texts come
+// once).
+const (
+	maxReadMemo      = 4096
+	maxReadMemoBytes = 1 << 20
+)
 
 // cacheBackend is what the cache knows of one SQL backend's tables.
 type cacheBackend struct {
@@ -40,7 +46,8 @@ type cacheBackend struct {
 	gen     uint64   // bumped by every DDL: a catalog read across one is not kept
 	reload  chan struct{}
 
-	memo map[string]readInfo // the analysis of each read's text; loop goroutine only
+	memo      map[string]readInfo // the analysis of each read's text; loop goroutine only
+	memoBytes int
 }
 
 // readInfo is what a read's text says: whether it may be cached at all, and
@@ -97,9 +104,10 @@ func (cb *cacheBackend) askReload() {
 func (cb *cacheBackend) readTags(sql string) (tables []string, all, ok bool) {
 	ri, seen := cb.memo[sql]
 	if !seen {
-		if cb.memo == nil || len(cb.memo) >= maxReadMemo {
-			cb.memo = make(map[string]readInfo, 64)
+		if cb.memo == nil || len(cb.memo) >= maxReadMemo || cb.memoBytes+len(sql) > maxReadMemoBytes {
+			cb.memo, cb.memoBytes = make(map[string]readInfo, 64), 0
 		}
+		cb.memoBytes += len(sql)
 		ri = readInfo{cacheable: cacheableRead(sql)}
 		if ri.cacheable {
 			ri.info = sqltables.Analyze(cb.dialect, sql)
@@ -130,39 +138,53 @@ func (cb *cacheBackend) readTags(sql string) (tables []string, all, ok bool) {
 }
 
 // writeOf returns what a statement may write: the tables, or all (the
-// backend's whole cache must go); neither when it writes nothing. Safe from
-// any goroutine.
-func (s *Server) writeOf(backend, sql string) (tables []string, all bool) {
+// backend's whole cache must go); neither when it writes nothing. ddl reports
+// a DDL statement (which, inside a transaction, changes the catalog only once
+// committed: see endTx). Safe from any goroutine.
+func (s *Server) writeOf(backend string, op wire.Op, sql string) (tables []string, all, ddl bool) {
 	cb := s.cacheBackends[backend]
+	if cb == nil {
+		return nil, mayWrite(sql) || op != wire.OpQuery, false
+	}
 	// Every statement of a backend whose cache is in use comes here, reads
-	// most: the look at the first word, which allocates nothing, sends them
-	// back before the lexer runs.
-	if cb == nil || !mayWrite(sql) {
-		return nil, cb == nil && mayWrite(sql)
+	// most: for a query, the look at the first word, which allocates
+	// nothing, sends them back before the lexer runs. An exec of a SELECT
+	// is run for its effect: the lexer tells whether it calls a function
+	// that may write.
+	if op == wire.OpQuery && !mayWrite(sql) {
+		return nil, false, false
 	}
 	info := sqltables.Analyze(cb.dialect, sql)
 	if !info.Certain {
-		// A CALL, an unknown statement: anything. (A SELECT calling a
-		// function that writes is the text's blind spot: see the docs.)
-		return nil, true
+		// A CALL, an unknown statement, a function that may write: anything.
+		// (A query that calls a function that writes is the text's blind
+		// spot: see the docs.)
+		return nil, true, false
 	}
 	switch info.Kind {
 	case sqltables.Read, sqltables.Other:
-		return nil, false
+		return nil, false, false
 	case sqltables.DDL:
-		cb.catalogChanged()
-		return nil, true
+		return nil, true, true
 	}
 	cat := cb.loadCatalog()
 	if cat == nil || len(info.Tables) == 0 {
-		return nil, true
+		return nil, true, false
 	}
 	for _, t := range info.Tables {
 		if cat.WriteAll[t] || cat.ReadAll[t] { // an updatable view writes its base tables
-			return nil, true
+			return nil, true, false
 		}
 	}
-	return info.Tables, false
+	return info.Tables, false, false
+}
+
+// noteDDL makes backend's catalog be read again after a DDL statement that
+// has committed (outside a transaction: at once).
+func (s *Server) noteDDL(backend string) {
+	if cb := s.cacheBackends[backend]; cb != nil {
+		cb.catalogChanged()
+	}
 }
 
 // invalidate drops what a write to tables (all: to anything) of backend made
@@ -263,15 +285,17 @@ func (s *Server) CacheByTable(backend string) bool {
 type writeSet struct {
 	mu     sync.Mutex
 	all    bool
+	ddl    bool
 	tables []string
 }
 
-func (w *writeSet) add(tables []string, all bool) {
+func (w *writeSet) add(tables []string, all, ddl bool) {
 	if !all && len(tables) == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.ddl = w.ddl || ddl
 	if w.all {
 		return
 	}
@@ -286,12 +310,12 @@ func (w *writeSet) add(tables []string, all bool) {
 	}
 }
 
-func (w *writeSet) take() (tables []string, all bool) {
+func (w *writeSet) take() (tables []string, all, ddl bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	tables, all = w.tables, w.all
-	w.tables, w.all = nil, false
-	return tables, all
+	tables, all, ddl = w.tables, w.all, w.ddl
+	w.tables, w.all, w.ddl = nil, false, false
+	return tables, all, ddl
 }
 
 // CacheStats returns the result cache's counters and size (zero when the

@@ -110,7 +110,7 @@ func (s *Server) callDone(q *loopsql.Request) {
 		s.completeCachedRead(c)
 	case c.tx != nil:
 		if c.op == wire.OpQuery || c.op == wire.OpExec {
-			c.tx.noteStatement(s, c.q.SQL)
+			c.tx.noteStatement(s, c.op, c.q.SQL)
 		}
 	default:
 		s.noteWrite(c.be, c.op, c.q.SQL)

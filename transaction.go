@@ -40,12 +40,17 @@ type txState struct {
 // noteStatement records what a statement of t may have written. Whether or
 // not its backend's cache is in use yet: a read cached before t commits
 // must go when it does.
-func (t *txState) noteStatement(s *Server, sql string) {
+func (t *txState) noteStatement(s *Server, op wire.Op, sql string) {
 	if s.cache == nil {
 		return
 	}
-	tables, all := s.writeOf(t.backend, sql)
-	t.writes.add(tables, all)
+	tables, all, ddl := s.writeOf(t.backend, op, sql)
+	if ddl {
+		// MySQL's DDL commits at once; PostgreSQL's is seen by others at
+		// commit, when the catalog is read again (endTx).
+		s.noteDDL(t.backend)
+	}
+	t.writes.add(tables, all, ddl)
 }
 
 // submit queues op to run after every op submitted before it. The server's
@@ -153,7 +158,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 		default:
 			res, err := s.execute(ctx, target{}, t.tx, &req)
 			if req.Op == wire.OpQuery || req.Op == wire.OpExec {
-				t.noteStatement(s, req.SQL)
+				t.noteStatement(s, req.Op, req.SQL)
 			}
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
@@ -168,7 +173,10 @@ func (s *Server) endTx(t *txState, why *Error) {
 	// Committed (or rolled back: MySQL's DDL commits on its own) before its
 	// client hears of it: its backend's cached results go.
 	if used := s.cacheUsed[t.backend]; s.cache != nil && used != nil && used.Load() {
-		tables, all := t.writes.take()
+		tables, all, ddl := t.writes.take()
+		if ddl { // committed (or rolled back) now: the catalog as it stands
+			s.noteDDL(t.backend)
+		}
 		s.invalidate(t.backend, tables, all, resultcache.CauseTxCommit)
 	}
 	t.mu.Lock()

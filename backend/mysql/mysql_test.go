@@ -184,17 +184,17 @@ func TestBackend_TextAndBinaryRowsAgree(t *testing.T) {
 		bi BIGINT, bu BIGINT UNSIGNED, f FLOAT, d DOUBLE, dec1 DECIMAL(20,6), y YEAR,
 		dt DATE, dtt DATETIME, dt6 DATETIME(6), ts3 TIMESTAMP(3) NULL, tm TIME, tm6 TIME(6),
 		c CHAR(4), vc VARCHAR(20), tx TEXT, bl BLOB, vb VARBINARY(8), bt BIT(12), js JSON,
-		en ENUM('a','b'), st SET('x','y'), nn INT)`)
+		en ENUM('a','b'), st SET('x','y'), nn INT, zf INT(25) UNSIGNED ZEROFILL)`)
 	defer exec("DROP TABLE text_binary")
 	exec(`INSERT INTO text_binary VALUES (1,
 		-128, 255, -32768, 65535, -8388608, 4294967295,
 		-9223372036854775808, 18446744073709551615, 1.1, 0.1, -12345678901234.123456, 2155,
 		'2024-02-29', '2024-02-29 23:59:58', '1999-12-31 23:59:59.000001', '2038-01-19 03:14:07.123',
 		'-838:59:59', '12:34:56.5',
-		'ab', 'héllo', 'text', x'00ff10', x'0102', b'101010101010', '{"a": [1, 2.5]}', 'b', 'x,y', NULL),
+		'ab', 'héllo', 'text', x'00ff10', x'0102', b'101010101010', '{"a": [1, 2.5]}', 'b', 'x,y', NULL, 42),
 		(2, 127, 0, 32767, 0, 8388607, 0, 9223372036854775807, 0, -3.4e38, 1.7976931348623157e308,
 		0, 1901, '1000-01-01', '0000-00-00 00:00:00', '2024-01-01 00:00:00', NULL, '00:00:00', '-00:00:00.000001',
-		'', '', '', x'', x'', b'0', 'null', 'a', '', 0)`)
+		'', '', '', x'', x'', b'0', 'null', 'a', '', 0, 0)`)
 	for _, id := range []int{1, 2} {
 		text, err := b.Query(ctx, tether.Statement{SQL: fmt.Sprintf("SELECT * FROM text_binary WHERE id = %d", id)})
 		if err != nil {

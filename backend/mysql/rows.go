@@ -380,9 +380,16 @@ func parseInt(b []byte) (int64, bool) {
 	return 0, false
 }
 
-// parseUint parses an unsigned decimal in uint64's range.
+// parseUint parses an unsigned decimal in uint64's range (leading zeros, as
+// a ZEROFILL column prints them, allowed).
 func parseUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 {
+	if len(b) == 0 {
+		return 0, false
+	}
+	for len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	if len(b) > 20 {
 		return 0, false
 	}
 	var u uint64

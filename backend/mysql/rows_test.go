@@ -11,7 +11,8 @@ import (
 func TestParseInt(t *testing.T) {
 	for _, s := range []string{"0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808",
 		"9223372036854775808", "-9223372036854775809", "18446744073709551615", "18446744073709551616",
-		"", "-", "1.5", "1e3", " 1", "+1", "0001", "99999999999999999999999"} {
+		"", "-", "1.5", "1e3", " 1", "+1", "0001", "99999999999999999999999",
+		"0000000000000000000000000018446744073709551615", "-000000000000000000000000009223372036854775808"} {
 		want, werr := strconv.ParseInt(s, 10, 64)
 		got, ok := parseInt([]byte(s))
 		if s == "+1" {
@@ -31,5 +32,28 @@ func TestParseInt(t *testing.T) {
 	}
 	if u, ok := parseUint([]byte(strconv.FormatUint(math.MaxUint64, 10))); !ok || u != math.MaxUint64 {
 		t.Errorf("parseUint(MaxUint64) = %d, %v", u, ok)
+	}
+}
+
+// TestSessionHints: what the text says of session state, in any case, on
+// word boundaries.
+func TestSessionHints(t *testing.T) {
+	for sql, want := range map[string]hints{
+		"select get_lock('a', 0)":            hintUnpooled,
+		"call p()":                           hintUnpooled,
+		"SELECT recall, callback FROM calls": 0,
+		"EXECUTE stmt":                       hintUnpooled,
+		"xa start 'x'":                       hintUnpooled,
+		"SELECT last_insert_id()":            hintUnpooled,
+		"set names utf8mb4":                  hintCollation,
+		"SET character_set_client = latin1":  hintCollation,
+		"SELECT @v := 1":                     hintUserVar,
+		"SELECT @@session.time_zone":         0,
+		"SELECT 1":                           0,
+		"CALL":                               hintUnpooled,
+	} {
+		if got := sessionHints(sql); got != want {
+			t.Errorf("sessionHints(%q) = %b, want %b", sql, got, want)
+		}
 	}
 }

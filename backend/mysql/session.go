@@ -8,6 +8,7 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/internal/sqltext"
 )
 
 // Session state, by the server's word. Every pooled connection runs with
@@ -217,37 +218,49 @@ const (
 // sessionHints looks at a statement's text for session state the server does
 // not report. It only ever makes the pool reset more; the server's report is
 // the guard.
+//
+// It runs for every statement sent as text (most of WordPress's), so it
+// allocates nothing: no upper-cased copy, case folded as it compares.
 func sessionHints(sql string) hints {
-	up := strings.ToUpper(sql)
 	var h hints
-	if strings.Contains(up, "GET_LOCK") || strings.Contains(up, "LAST_INSERT_ID") ||
-		containsWord(up, "CALL") || containsWord(up, "EXECUTE") || containsWord(up, "HANDLER") || containsWord(up, "XA") {
+	if sqltext.ContainsFold(sql, "GET_LOCK") || sqltext.ContainsFold(sql, "LAST_INSERT_ID") ||
+		containsWordFold(sql, "CALL") || containsWordFold(sql, "EXECUTE") || containsWordFold(sql, "HANDLER") ||
+		containsWordFold(sql, "XA") {
 		h |= hintUnpooled
 	}
 	if hasUserVariable(sql) {
 		h |= hintUserVar
 	}
-	if strings.Contains(up, "NAMES") || strings.Contains(up, "CHARACTER") || strings.Contains(up, "COLLAT") || strings.Contains(up, "CHARSET") {
+	if sqltext.ContainsFold(sql, "NAMES") || sqltext.ContainsFold(sql, "CHARACTER") || sqltext.ContainsFold(sql, "COLLAT") ||
+		sqltext.ContainsFold(sql, "CHARSET") {
 		h |= hintCollation
 	}
 	return h
 }
 
-// containsWord reports whether up holds word with no letter, digit or '_'
-// on either side.
-func containsWord(up, word string) bool {
-	for i := 0; ; {
-		j := strings.Index(up[i:], word)
-		if j < 0 {
-			return false
+// containsWordFold reports whether sql holds word (upper case), in any case,
+// with no letter, digit or '_' on either side.
+func containsWordFold(sql, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(sql); i++ {
+		if (i > 0 && isWordByte(sql[i-1])) || (i+n < len(sql) && isWordByte(sql[i+n])) {
+			continue
 		}
-		j += i
-		end := j + len(word)
-		if (j == 0 || !isWordByte(up[j-1])) && (end == len(up) || !isWordByte(up[end])) {
+		j := 0
+		for ; j < n; j++ {
+			c := sql[i+j]
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == n {
 			return true
 		}
-		i = j + 1
 	}
+	return false
 }
 
 func isWordByte(c byte) bool {

@@ -19,8 +19,8 @@ func (b *Backend) CacheCatalog(ctx context.Context) (*tether.Catalog, error) {
 		sql  string
 		sets []map[string]bool
 	}{
-		{"SELECT lower(relname) FROM pg_class WHERE relkind = 'v'", []map[string]bool{cat.ReadAll}},
-		{"SELECT lower(relname) FROM pg_class WHERE relkind IN ('S', 'f')", []map[string]bool{cat.NoCache}},
+		{"SELECT lower(relname) FROM pg_class WHERE relkind = 'v' AND " + userSchemas, []map[string]bool{cat.ReadAll}},
+		{"SELECT lower(relname) FROM pg_class WHERE relkind IN ('S', 'f') AND " + userSchemas, []map[string]bool{cat.NoCache}},
 		{`SELECT lower(c.relname) FROM pg_inherits i JOIN pg_class c ON c.oid IN (i.inhrelid, i.inhparent)
 			UNION SELECT lower(relname) FROM pg_class WHERE relkind = 'p'`, []map[string]bool{cat.ReadAll, cat.WriteAll}},
 		{`SELECT lower(c.relname) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal
@@ -40,5 +40,11 @@ func (b *Backend) CacheCatalog(ctx context.Context) (*tether.Catalog, error) {
 	}
 	return cat, nil
 }
+
+// userSchemas leaves out the system catalogs, whose views (pg_catalog's,
+// information_schema's "tables", "columns", "views"...) would otherwise mark
+// an application's tables of the same names; reads of the catalogs are never
+// cached anyway.
+const userSchemas = "relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
 
 var _ tether.CacheCatalog = (*Backend)(nil)
