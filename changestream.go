@@ -2,7 +2,7 @@ package tether
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/tether-php/tether/internal/resultcache"
@@ -16,8 +16,8 @@ import (
 // cached results are bounded by their TTL only; when it is back, the
 // backend's whole cache is dropped (what happened meanwhile was not read).
 
-// commitVisibleDelay is how long after a change arrives the backend's cache
-// is dropped a second time. A MySQL server writes a transaction to its binary
+// commitVisibleDelay is how long after a change arrives what it made stale is
+// dropped a second time. A MySQL server writes a transaction to its binary
 // log, and so to its replicas, just before the storage engine's commit
 // becomes visible to other sessions: a read that starts in that gap reads the
 // old rows and would be stored as fresh. The second drop bounds that to this
@@ -47,15 +47,11 @@ func (s *Server) startChangeStreams(ctx context.Context) {
 // when it breaks.
 func (s *Server) followChanges(ctx context.Context, name string, f ChangeFollower) {
 	defer s.bg.Done()
-	var again atomic.Bool // a second drop is due (commitVisibleDelay)
+	again := &secondDrop{s: s, backend: name}
+	defer again.stop()
 	changed := func(tables []string) {
 		s.streamInvalidate(name, tables)
-		if again.CompareAndSwap(false, true) {
-			time.AfterFunc(commitVisibleDelay, func() {
-				again.Store(false)
-				s.cache.InvalidateBackend(name, resultcache.CauseChangeStream)
-			})
-		}
+		again.add(tables)
 	}
 	wait := 100 * time.Millisecond
 	for {
@@ -78,5 +74,90 @@ func (s *Server) followChanges(ctx context.Context, name string, f ChangeFollowe
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, streamRetryMax)
+	}
+}
+
+// secondDrop drops, commitVisibleDelay after each change the stream reported,
+// what that change made stale once more: each table at least that long after
+// its last change (a change of unknown reach: the whole backend).
+type secondDrop struct {
+	s       *Server
+	backend string
+
+	mu      sync.Mutex
+	tables  map[string]time.Time // table -> its last change
+	all     time.Time            // the last change of unknown reach, if any
+	timer   *time.Timer
+	stopped bool
+}
+
+func (d *secondDrop) add(tables []string) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return
+	}
+	if tables == nil {
+		d.all = now
+	} else {
+		if d.tables == nil {
+			d.tables = map[string]time.Time{}
+		}
+		for _, t := range tables {
+			d.tables[t] = now
+		}
+	}
+	if d.timer == nil {
+		d.timer = time.AfterFunc(commitVisibleDelay, d.fire)
+	}
+}
+
+// fire drops what is due, and waits again for the rest.
+func (d *secondDrop) fire() {
+	now := time.Now()
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return
+	}
+	var due []string
+	all := false
+	next := time.Duration(0)
+	if !d.all.IsZero() {
+		if age := now.Sub(d.all); age >= commitVisibleDelay {
+			all, d.all = true, time.Time{}
+		} else {
+			next = commitVisibleDelay - age
+		}
+	}
+	for t, at := range d.tables {
+		if age := now.Sub(at); age >= commitVisibleDelay {
+			due = append(due, t)
+			delete(d.tables, t)
+		} else if left := commitVisibleDelay - age; next == 0 || left < next {
+			next = left
+		}
+	}
+	if next > 0 {
+		d.timer.Reset(next)
+	} else {
+		d.timer = nil
+	}
+	d.mu.Unlock()
+	switch {
+	case all:
+		d.s.cache.InvalidateBackend(d.backend, resultcache.CauseChangeStream)
+	case len(due) > 0:
+		d.s.streamInvalidate(d.backend, due)
+	}
+}
+
+func (d *secondDrop) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopped = true
+	if d.timer != nil {
+		d.timer.Stop()
 	}
 }

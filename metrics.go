@@ -123,22 +123,23 @@ func (m *requestMetrics) snapshot() []RequestStats {
 	for op := 0; op < numOps; op++ {
 		for bi, name := range m.names {
 			cell := &m.cells[op*len(m.names)+bi]
-			var count uint64
-			counts := map[string]uint64{}
-			for i := range outcomes {
-				if n := cell.outcomes[i].Load(); n > 0 {
-					counts[string(outcomes[i])] = n
-					count += n
-				}
-			}
-			if count == 0 {
-				continue
-			}
+			// The histogram's buckets are read first and give the count, so
+			// that no bucket exceeds it while requests are being counted.
 			buckets := make(map[float64]uint64, len(latencyBuckets))
 			var cum uint64
 			for i, bound := range latencyBuckets {
 				cum += cell.buckets[i].Load()
 				buckets[bound] = cum
+			}
+			count := cum + cell.buckets[len(latencyBuckets)].Load()
+			if count == 0 {
+				continue
+			}
+			counts := map[string]uint64{}
+			for i := range outcomes {
+				if n := cell.outcomes[i].Load(); n > 0 {
+					counts[string(outcomes[i])] = n
+				}
 			}
 			out = append(out, RequestStats{Op: wire.Op(op).String(), Backend: name, Outcomes: counts, Count: count,
 				Buckets: buckets, SumSeconds: float64(cell.sumNanos.Load()) / 1e9})

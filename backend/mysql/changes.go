@@ -16,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/internal/sqltables"
 )
 
 // The change stream: the server's binary log, read as a replica reads it
@@ -90,12 +91,65 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 	}
 	ready()
 	// A transaction's row changes come after its commit, before its XID
-	// event: their tables are gathered, and reported once, at its end.
+	// event (or COMMIT, for non-transactional tables): their tables are
+	// gathered, and reported once, at its end. Compressed transactions
+	// (MySQL's binlog_transaction_compression) hold their events inside.
 	var tables []string
-	flush := func() {
-		if len(tables) > 0 {
+	unknown, inTx := false, false
+	end := func() {
+		switch {
+		case unknown:
+			changed(nil)
+		case len(tables) > 0:
 			changed(tables)
-			tables = tables[:0]
+		}
+		tables, unknown, inTx = tables[:0], false, false
+	}
+	var handle func(ev *replication.BinlogEvent)
+	handle = func(ev *replication.BinlogEvent) {
+		switch e := ev.Event.(type) {
+		case *replication.RowsEvent:
+			if e.Table == nil {
+				unknown = true
+				return
+			}
+			if name := strings.ToLower(string(e.Table.Table)); !slices.Contains(tables, name) {
+				tables = append(tables, name)
+			}
+		case *replication.XIDEvent:
+			end()
+		case *replication.TransactionPayloadEvent:
+			for _, inner := range e.Events {
+				handle(inner)
+			}
+		case *replication.QueryEvent:
+			switch q := string(e.Query); queryKind(q) {
+			case queryBegin:
+				inTx = true
+			case queryEnd: // a rolled back mix with non-transactional tables changed them too
+				end()
+			case queryXAEnd:
+				// A prepared XA transaction's rows came at its PREPARE, with
+				// others' commits since: what it wrote is not kept apart.
+				unknown = true
+				end()
+			case queryStatement:
+				// A statement-format write (binlog_format STATEMENT or MIXED),
+				// or DDL.
+				info := sqltables.Analyze(sqltables.MySQL, q)
+				if info.Certain && info.Kind == sqltables.Write && len(info.Tables) > 0 {
+					for _, name := range info.Tables {
+						if !slices.Contains(tables, name) {
+							tables = append(tables, name)
+						}
+					}
+				} else if !info.Certain || info.Kind == sqltables.Write || info.Kind == sqltables.DDL {
+					unknown = true
+				}
+				if !inTx {
+					end()
+				}
+			}
 		}
 	}
 	for {
@@ -106,36 +160,34 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 			}
 			return fmt.Errorf("mysql change stream: %w", err)
 		}
-		switch e := ev.Event.(type) {
-		case *replication.RowsEvent:
-			if e.Table == nil {
-				changed(nil)
-				continue
-			}
-			if name := strings.ToLower(string(e.Table.Table)); !slices.Contains(tables, name) {
-				tables = append(tables, name)
-			}
-		case *replication.XIDEvent:
-			flush()
-		case *replication.QueryEvent:
-			if !transactionControl(e.Query) {
-				changed(nil)
-			}
-			flush() // a COMMIT (non-transactional tables), or a statement of unknown reach
-		}
+		handle(ev)
 	}
 }
 
-// transactionControl reports a binlog query event that changes no data: the
-// BEGIN (and XA's) that open a row-format transaction, COMMIT, ROLLBACK.
-func transactionControl(q []byte) bool {
-	s := strings.ToUpper(strings.TrimSpace(string(q)))
-	for _, w := range []string{"BEGIN", "COMMIT", "ROLLBACK", "XA START", "XA END", "XA PREPARE", "XA COMMIT", "XA ROLLBACK"} {
-		if s == w || strings.HasPrefix(s, w+" ") {
-			return true
-		}
+// Kinds of binlog query events.
+const (
+	queryStatement = iota // a statement: a write, DDL, or anything else
+	queryBegin            // BEGIN, XA START
+	queryEnd              // COMMIT, ROLLBACK
+	queryXAEnd            // XA COMMIT, XA ROLLBACK
+	queryIgnore           // XA END, XA PREPARE, SAVEPOINT, RELEASE SAVEPOINT, ROLLBACK TO
+)
+
+// queryKind tells what a binlog query event does to the transaction around it.
+func queryKind(q string) int {
+	s := strings.ToUpper(strings.TrimSpace(q))
+	has := func(w string) bool { return s == w || strings.HasPrefix(s, w+" ") }
+	switch {
+	case has("BEGIN"), has("XA START"), has("XA BEGIN"):
+		return queryBegin
+	case has("XA COMMIT"), has("XA ROLLBACK"):
+		return queryXAEnd
+	case has("ROLLBACK TO"), has("SAVEPOINT"), has("RELEASE SAVEPOINT"), has("XA END"), has("XA PREPARE"):
+		return queryIgnore
+	case has("COMMIT"), has("ROLLBACK"):
+		return queryEnd
 	}
-	return false
+	return queryStatement
 }
 
 // binlogEnd returns the binary log's current end and the server's flavour

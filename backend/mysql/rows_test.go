@@ -57,3 +57,18 @@ func TestSessionHints(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryKind: binlog query events and what they do to the transaction.
+func TestQueryKind(t *testing.T) {
+	for q, want := range map[string]int{
+		"BEGIN": queryBegin, "XA START X'01'": queryBegin, "COMMIT": queryEnd, "ROLLBACK": queryEnd,
+		"XA COMMIT X'01'": queryXAEnd, "XA ROLLBACK X'01'": queryXAEnd, "SAVEPOINT trans2": queryIgnore,
+		"RELEASE SAVEPOINT trans2": queryIgnore, "ROLLBACK TO trans2": queryIgnore, "XA END X'01'": queryIgnore,
+		"UPDATE t SET v = 1": queryStatement, "CREATE TABLE t (id INT)": queryStatement, " commit ": queryEnd,
+		"COMMITTED_THING = 1": queryStatement,
+	} {
+		if got := queryKind(q); got != want {
+			t.Errorf("queryKind(%q) = %d, want %d", q, got, want)
+		}
+	}
+}

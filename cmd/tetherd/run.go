@@ -101,13 +101,13 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	adminCfg.Socket = cfg.Admin.SocketPath(cfg.Server)
 	if adminCfg.Socket != "" {
 		if err := os.MkdirAll(dirOf(adminCfg.Socket), 0o755); err != nil {
-			srv.Shutdown(context.Background())
+			shutdownNow(srv)
 			return fmt.Errorf("create admin socket directory: %w", err)
 		}
 	}
 	adm, err := admin.Listen(adminCfg, srv)
 	if err != nil {
-		srv.Shutdown(context.Background())
+		shutdownNow(srv)
 		return err
 	}
 	defer func() {
@@ -170,6 +170,14 @@ wait:
 		}
 		return errors.New("second signal (" + sig.String() + "): exiting at once")
 	}
+}
+
+// shutdownNow stops a server that never served (its admin API could not
+// start), without waiting for anyone.
+func shutdownNow(srv *tether.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
 }
 
 func newLogger(w io.Writer, c tether.LogConfig) *slog.Logger {
