@@ -2,6 +2,7 @@ package tether
 
 import (
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,10 +54,14 @@ func newRequestMetrics(cfg Config) *requestMetrics {
 	return m
 }
 
-// observed counts a request in the metrics and, past log.slow_statement,
-// logs it. Safe from any goroutine.
+// observed counts a request in the metrics, keeps it among the recent errors
+// or the slowest statements when it is one (the status page), and, past
+// log.slow_statement, logs it. Safe from any goroutine.
 func (s *Server) observed(op wire.Op, backend, sql string, err error, start time.Time) {
 	d := s.metrics.observe(op, backend, err, start)
+	if err != nil || d > time.Duration(s.recent.slowFloor.Load()) {
+		s.recent.note(op, backend, sql, err, start, d)
+	}
 	if slow := time.Duration(s.cfg.Log.SlowStatement); slow > 0 && d >= slow {
 		if len(sql) > 1024 {
 			sql = sql[:1024] + "..."
@@ -102,6 +107,75 @@ func (m *requestMetrics) observe(op wire.Op, backend string, err error, start ti
 	cell.buckets[b].Add(1)
 	cell.sumNanos.Add(uint64(d))
 	return d
+}
+
+// recent keeps, for the status page, the last errors and the slowest
+// statements since tetherd started. Requests reach its lock only when they
+// failed or were slower than the slowest kept (slowFloor).
+type recent struct {
+	slowFloor atomic.Int64 // nanoseconds: a request faster than this is not among the slowest
+	mu        sync.Mutex
+	errors    []Event // the last maxRecent, oldest first
+	slowest   []Event // the maxRecent slowest, slowest first
+}
+
+// maxRecent bounds each list.
+const maxRecent = 20
+
+// Event is a request as the status page shows it.
+type Event struct {
+	At      time.Time     `json:"at"`
+	Op      string        `json:"op"`
+	Backend string        `json:"backend,omitempty"`
+	SQL     string        `json:"sql,omitempty"` // cut at 512 bytes
+	Took    time.Duration `json:"took_ns"`
+	Code    string        `json:"code"`
+	Message string        `json:"message,omitempty"`
+}
+
+func (r *recent) note(op wire.Op, backend, sql string, err error, start time.Time, d time.Duration) {
+	if len(sql) > 512 {
+		sql = sql[:512] + "..."
+	}
+	ev := Event{At: start, Op: op.String(), Backend: backend, SQL: sql, Took: d, Code: "ok"}
+	if err != nil {
+		e := AsError(err)
+		ev.Code, ev.Message = string(e.Code), e.Error()
+		if len(ev.Message) > 512 {
+			ev.Message = ev.Message[:512] + "..."
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if len(r.errors) == maxRecent {
+			copy(r.errors, r.errors[1:])
+			r.errors = r.errors[:maxRecent-1]
+		}
+		r.errors = append(r.errors, ev)
+	}
+	if d > time.Duration(r.slowFloor.Load()) {
+		i := sort.Search(len(r.slowest), func(i int) bool { return r.slowest[i].Took < d })
+		r.slowest = append(r.slowest, Event{})
+		copy(r.slowest[i+1:], r.slowest[i:])
+		r.slowest[i] = ev
+		if len(r.slowest) > maxRecent {
+			r.slowest = r.slowest[:maxRecent]
+		}
+		if len(r.slowest) == maxRecent {
+			r.slowFloor.Store(int64(r.slowest[maxRecent-1].Took))
+		}
+	}
+}
+
+func (r *recent) snapshot() (errors, slowest []Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errors = make([]Event, len(r.errors))
+	for i, e := range r.errors { // newest first
+		errors[len(r.errors)-1-i] = e
+	}
+	return errors, append([]Event(nil), r.slowest...)
 }
 
 // RequestStats is one operation's requests on one backend.

@@ -86,6 +86,7 @@ type Server struct {
 	bg     sync.WaitGroup
 
 	metrics *requestMetrics // requests by operation, backend and outcome (metrics.go)
+	recent  recent          // the last errors and the slowest statements (metrics.go)
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.

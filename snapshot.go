@@ -26,6 +26,10 @@ type Snapshot struct {
 	Cache *CacheSnapshot `json:"cache"`
 	// Requests: the operations served so far, by backend.
 	Requests []RequestStats `json:"requests"`
+	// RecentErrors are the last requests that failed, newest first;
+	// Slowest the slowest requests since tetherd started, slowest first.
+	RecentErrors []Event `json:"recent_errors"`
+	Slowest      []Event `json:"slowest"`
 }
 
 // CacheSnapshot is the result cache's counters (they only grow) and size.
@@ -75,6 +79,7 @@ func (s *Server) Snapshot() Snapshot {
 	}
 	snap.Ready = s.opened.Load() && !snap.Draining
 	snap.Requests = s.metrics.snapshot()
+	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
 	for name, b := range s.backends {
 		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: name, Type: s.cfg.Backends[name].Type, Stats: b.Stats(),
 			CacheByTable: s.CacheByTable(name)})

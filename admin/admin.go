@@ -5,6 +5,7 @@
 //	GET /metrics      Prometheus text format (the official client library)
 //	GET /healthz      200 while the process serves
 //	GET /readyz       200 when every backend is open and tetherd is not draining, else 503
+//	GET /status       the status page: the same at a glance, for a browser
 //	GET /status.json  the server's Snapshot, for the tether CLI and scripts
 //
 // Everything it shows is read when asked (tether.Server.Snapshot): a scrape
@@ -55,6 +56,8 @@ func Handler(src Source) http.Handler {
 			fmt.Fprintln(w, "ready")
 		}
 	})
+	mux.Handle("GET /status", &statusPage{src: src})
+	mux.Handle("GET /{$}", http.RedirectHandler("/status", http.StatusFound))
 	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -79,3 +79,33 @@ func TestMetrics(t *testing.T) {
 		t.Error("cache metrics with the cache off")
 	}
 }
+
+// TestStatusPage: the page shows the snapshot, escapes what it shows, and
+// loads nothing from elsewhere.
+func TestStatusPage(t *testing.T) {
+	src := &fakeSource{snap: tether.Snapshot{Version: "v9", Ready: true, Clients: 12,
+		Pools:        []tether.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 2}}},
+		Cache:        &tether.CacheSnapshot{Hits: 3, Misses: 1},
+		Requests:     []tether.RequestStats{{Op: "query", Backend: "maria", Count: 10, Outcomes: map[string]uint64{"ok": 8, "busy": 2}, SumSeconds: 0.01}},
+		Slowest:      []tether.Event{{Op: "query", Backend: "maria", SQL: "SELECT '<script>'", Took: 1500000000, Code: "ok"}},
+		RecentErrors: []tether.Event{{Op: "exec", Backend: "maria", Code: "busy", Message: "no connection"}}}}
+	code, body := get(t, Handler(src), "/status")
+	if code != 200 {
+		t.Fatalf("/status: %d", code)
+	}
+	for _, want := range []string{"tetherd <span class=\"state-ready\">ready</span>", "version v9", `<td class="n" id="clients">12</td>`,
+		`<td class="n" id="hit-rate">75.0%</td>`, "<td>maria</td><td>mysql</td>", "1500.000 ms", "SELECT &#39;&lt;script&gt;&#39;",
+		"no connection", "<td class=\"n\">2</td><td class=\"n\">1.000 ms</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/status has no %q:\n%s", want, body)
+		}
+	}
+	for _, banned := range []string{"<script", "http://", "https://", "<link"} {
+		if strings.Contains(body, banned) {
+			t.Errorf("/status holds %q: it must load nothing and run nothing", banned)
+		}
+	}
+	if code, _ := get(t, Handler(src), "/"); code != 302 {
+		t.Errorf("/: %d, want a redirect to /status", code)
+	}
+}

@@ -306,6 +306,12 @@ bash scripts/package-deb.sh >"$TEST_DIR/package-deb.log" 2>&1 ||
 	{ tail_file "$TEST_DIR/package-deb.log"; die "scripts/package-deb.sh failed (log: $TEST_DIR/package-deb.log)"; }
 tail -n 1 "$TEST_DIR/package-deb.log" >&2
 
+# The status page, rendered by a real headless browser.
+step "status page (headless Chromium)"
+bash scripts/status-page-test.sh >"$TEST_DIR/status-page.log" 2>&1 ||
+	{ tail_file "$TEST_DIR/status-page.log"; die "scripts/status-page-test.sh failed (log: $TEST_DIR/status-page.log)"; }
+tail -n 1 "$TEST_DIR/status-page.log" >&2
+
 # --- 11 --------------------------------------------------------------------------------------------------------
 # The benchmark command must keep working; --quick asserts no timings (speed is measured by the full run, never by
 # a test) but runs every row end to end against its own throwaway MariaDB and tetherd.
