@@ -79,11 +79,15 @@ func TestCache_InvalidatesByTable(t *testing.T) {
 			// The first cached read makes tetherd read the catalog again (the
 			// DDL before it was not looked at).
 			read("SELECT COUNT(*) FROM bt_a")
-			for deadline := time.Now().Add(10 * time.Second); !ts.CacheByTable("db"); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the catalog was not read within 10 s; log:\n%s", ts.logs)
+			waitByTable := func() {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); !ts.CacheByTable("db"); time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the catalog was not read within 10 s; log:\n%s", ts.logs)
+					}
 				}
 			}
+			waitByTable()
 
 			// A write drops what read its table, and nothing else.
 			expect("a", read("SELECT v FROM bt_a WHERE id = 1"), "1")
@@ -133,13 +137,6 @@ func TestCache_InvalidatesByTable(t *testing.T) {
 				exec("CREATE OR REPLACE FUNCTION bt_bump() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE bt_b SET v = v + 1; RETURN 1; END $$")
 			}
 			t.Cleanup(func() { d.watch.ExecContext(ctx, "DROP FUNCTION IF EXISTS bt_bump") })
-			waitByTable := func() {
-				for deadline := time.Now().Add(10 * time.Second); !ts.CacheByTable("db"); time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("the catalog was not read again within 10 s")
-					}
-				}
-			}
 			waitByTable()
 			expect("b", read("SELECT v FROM bt_b WHERE id = 1"), "5")
 			exec("SELECT bt_bump()")

@@ -75,11 +75,9 @@ func TestBackend(t *testing.T) {
 	})
 }
 
-// TestBackend_PreparesOnce checks on the server that a statement run many times
-// is prepared once on its connection, not once per run.
-func TestBackend_PreparesOnce(t *testing.T) {
-	cfg := tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"))
-	cfg.MaxConns, cfg.MinConns = 1, 1 // every statement on the same session
+// openBackend opens a backend for cfg, closed when the test ends.
+func openBackend(t *testing.T, cfg tether.BackendConfig) (*mysql.Backend, context.Context) {
+	t.Helper()
 	b, err := mysql.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +86,16 @@ func TestBackend_PreparesOnce(t *testing.T) {
 	if err := b.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close(ctx)
+	t.Cleanup(func() { b.Close(ctx) })
+	return b, ctx
+}
+
+// TestBackend_PreparesOnce checks on the server that a statement run many times
+// is prepared once on its connection, not once per run.
+func TestBackend_PreparesOnce(t *testing.T) {
+	cfg := tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"))
+	cfg.MaxConns, cfg.MinConns = 1, 1 // every statement on the same session
+	b, ctx := openBackend(t, cfg)
 	prepares := func() int64 {
 		r, err := b.Query(ctx, tether.Statement{SQL: "SHOW SESSION STATUS LIKE 'Com_stmt_prepare'"})
 		if err != nil {
@@ -162,16 +169,7 @@ func TestBackend_SessionLeaks(t *testing.T) {
 // typed values whether it ran as text (no parameters: COM_QUERY) or prepared
 // (parameters: COM_STMT_EXECUTE), over every column type.
 func TestBackend_TextAndBinaryRowsAgree(t *testing.T) {
-	cfg := tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"))
-	b, err := mysql.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := b.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(ctx)
+	b, ctx := openBackend(t, tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")))
 	exec := func(sql string) {
 		t.Helper()
 		if _, err := b.Exec(ctx, tether.Statement{SQL: sql}); err != nil {
