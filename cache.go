@@ -128,13 +128,28 @@ func (s *Server) completeBatchRead(t *resultcache.Ticket, q *loopsql.Request, en
 		s.cache.Abandon(t)
 		return
 	}
-	body := enc.AppendBody(nil)
+	body := s.resultBody(enc)
 	if len(body) > s.cfg.Server.MaxResultBytes {
 		s.cache.Abandon(t)
 		return
 	}
 	s.cache.Complete(t, body, nil)
 }
+
+// resultBody returns enc's result body in the loop's scratch buffer:
+// Complete copies what it stores, and its waiters' replies copy it too, so
+// the body of a leading read need not be a buffer of its own. Loop goroutine
+// only; valid until the next call.
+func (s *Server) resultBody(enc *wire.ResultEncoder) []byte {
+	if cap(s.bodyBuf) > keepBodyBuf {
+		s.bodyBuf = nil
+	}
+	s.bodyBuf = enc.AppendBody(s.bodyBuf[:0])
+	return s.bodyBuf
+}
+
+// keepBodyBuf bounds the scratch buffer resultBody keeps between reads.
+const keepBodyBuf = 1 << 20
 
 // beginCachedRead asks the cache about cr and answers, waits or leads.
 func (s *Server) beginCachedRead(cr *cachedRead) bool {
@@ -201,7 +216,7 @@ func (s *Server) completeCachedRead(c *sqlCall) {
 	c.ticket = nil
 	q := &c.q
 	if q.Err == nil {
-		body := c.enc.AppendBody(nil)
+		body := s.resultBody(c.enc)
 		if len(body) <= s.cfg.Server.MaxResultBytes {
 			s.cache.Complete(t, body, nil)
 			return

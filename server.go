@@ -86,6 +86,7 @@ type Server struct {
 	bg     sync.WaitGroup
 
 	metrics *requestMetrics // requests by operation, backend and outcome (metrics.go)
+	bodyBuf []byte          // scratch of resultBody (cache.go); loop goroutine only
 	recent  recent          // the last errors and the slowest statements (metrics.go)
 }
 
