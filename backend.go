@@ -37,6 +37,14 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
+// Retirer is a backend that can give back its idle resources early when a
+// reload has replaced or removed it: it goes on serving what it was given
+// (requests admitted before the reload, open transactions) until Close, but
+// keeps no idle connection and opens none it does not need.
+type Retirer interface {
+	Retire()
+}
+
 // ChangeFollower is a backend that can follow its database's change stream
 // (the MySQL binary log, PostgreSQL logical replication), so that the result
 // cache drops what writes from anywhere else made stale.

@@ -105,6 +105,7 @@ type Pool struct {
 	open     int                // connections counted against max_conns (dialing ones too)
 	dialing  int
 	closed   bool
+	retiring bool // a reload replaced the pool: no idle connections kept, no warming (Retire)
 	profiles profiles
 	timer    *time.Timer
 	timerAt  time.Time
@@ -256,6 +257,26 @@ func (p *Pool) Close(ctx context.Context) error {
 		p.stopOwnLoop()
 	})
 	return nil
+}
+
+// errRetired is why a retiring pool closes a connection it no longer needs.
+var errRetired = errors.New("pool retired by a reload")
+
+// Retire implements tether.Retirer: a reload replaced the pool. It goes on
+// serving the requests and transactions it was given, but closes its idle
+// connections now and every other one as soon as nothing waits for it, so
+// that the pools a burst of reloads leaves draining hold no more server
+// connections than their requests in flight. Safe from any goroutine.
+func (p *Pool) Retire() {
+	if p.loop == nil {
+		return
+	}
+	p.loop.Post(func() {
+		p.retiring = true
+		for len(p.idle) > 0 {
+			p.drop(p.idle[len(p.idle)-1], errRetired)
+		}
+	})
 }
 
 // post runs fn on the loop and waits for it.
@@ -511,6 +532,10 @@ func (p *Pool) release(c *Conn) {
 		c.state = stateBusy
 		c.run(r)
 		p.updateStats()
+		return
+	}
+	if p.retiring {
+		p.drop(c, errRetired)
 		return
 	}
 	p.idle = append(p.idle, c)
@@ -1180,7 +1205,7 @@ func (p *Pool) janitor() {
 					}
 					i++
 				}
-				if p.open < p.cfg.MinConns {
+				if p.open < p.cfg.MinConns && !p.retiring {
 					p.dial()
 				}
 			})
