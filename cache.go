@@ -57,6 +57,7 @@ type cachedRead struct {
 	read  resultcache.Read
 	done  atomic.Bool // served once
 	start time.Time   // when it was received, for metrics
+	gen   *backendSet // what admit returned, while it waits
 }
 
 // runCachedQuery answers a query that set cache_ttl_ms outside a transaction
@@ -78,10 +79,10 @@ func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loops
 // t's backend, or false when the cache may not hold it (not asked for, not
 // cacheable, caching off). Loop goroutine.
 func (s *Server) cacheRead(ss *session, r *wire.Request, t target) (resultcache.Read, bool) {
-	used, cb := s.cacheUsed[t.name], s.cacheBackends[t.name]
-	if s.cache == nil || used == nil || cb == nil || r.Op != wire.OpQuery {
+	if s.cache == nil || t.live == nil || t.live.tables == nil || r.Op != wire.OpQuery {
 		return resultcache.Read{}, false
 	}
+	used, cb := &t.live.cacheUsed, t.live.tables
 	if r.CacheTTLMS <= 0 && !(s.cfg.Cache.MergeUncached && s.cfg.Cache.Merge) {
 		return resultcache.Read{}, false
 	}
@@ -96,7 +97,7 @@ func (s *Server) cacheRead(ss *session, r *wire.Request, t target) (resultcache.
 		tables, all = nil, true
 	}
 	return resultcache.Read{
-		Key: resultcache.Key{Backend: t.name, SQL: r.SQL, Params: r.Params, Profile: ss.sqlClient(t.name).Profile,
+		Key: resultcache.Key{Backend: t.name, SQL: r.SQL, Params: r.Params, Profile: ss.sqlClient(t.live).Profile,
 			Columnar: r.Columnar, TimeFormat: r.TimeFormat},
 		Tables:    tables,
 		AllTables: all,
@@ -162,7 +163,7 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 	case resultcache.Wait:
 		// Counted as in flight, like the read it waits on: the drain waits
 		// for it, and so does max_client_requests.
-		s.inflight.Add(1)
+		cr.gen = s.admit()
 		cr.ss.pending.Add(1)
 	case resultcache.Lead:
 		if ticket == nil {
@@ -171,8 +172,8 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 		r := &cr.req
 		c := s.newCall(cr.ss, r, cr.t.name)
 		c.ticket = ticket
-		c.q.Client = cr.ss.sqlClient(cr.t.name)
-		s.inflight.Add(1)
+		c.q.Client = cr.ss.sqlClient(cr.t.live)
+		c.gen = s.admit()
 		cr.ss.pending.Add(1)
 		cr.lb.Submit(&c.q)
 	}
@@ -186,7 +187,7 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		return
 	}
 	s := cr.s
-	s.inflight.Done()
+	s.release(cr.gen)
 	s.unpend(cr.ss)
 	if err == resultcache.ErrRetry {
 		// Its leader gave up for reasons of its own (its deadline, its client
@@ -241,7 +242,7 @@ func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 	if s.cache == nil {
 		return
 	}
-	if used := s.cacheUsed[backend]; used == nil || !used.Load() {
+	if lb := s.live(backend); lb == nil || !lb.cacheUsed.Load() {
 		return
 	}
 	switch op {

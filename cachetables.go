@@ -59,21 +59,28 @@ type readInfo struct {
 
 // newCacheBackends returns the per-table state of every MySQL and
 // PostgreSQL backend of cfg.
-func newCacheBackends(cfg Config) map[string]*cacheBackend {
-	out := map[string]*cacheBackend{}
-	for name, b := range cfg.Backends {
-		var d sqltables.Dialect
-		switch b.Type {
-		case "mysql":
-			d = sqltables.MySQL
-		case "postgres":
-			d = sqltables.PostgreSQL
-		default:
-			continue
-		}
-		out[name] = &cacheBackend{name: name, dialect: d, reload: make(chan struct{}, 1)}
+// newCacheBackend returns the table bookkeeping of a MySQL or PostgreSQL
+// backend, or nil for another type.
+func newCacheBackend(name string, cfg BackendConfig) *cacheBackend {
+	var d sqltables.Dialect
+	switch cfg.Type {
+	case "mysql":
+		d = sqltables.MySQL
+	case "postgres":
+		d = sqltables.PostgreSQL
+	default:
+		return nil
 	}
-	return out
+	return &cacheBackend{name: name, dialect: d, reload: make(chan struct{}, 1)}
+}
+
+// tablesOf returns the table bookkeeping of the current backend of that
+// name, or nil.
+func (s *Server) tablesOf(backend string) *cacheBackend {
+	if lb := s.live(backend); lb != nil {
+		return lb.tables
+	}
+	return nil
 }
 
 func (cb *cacheBackend) loadCatalog() *Catalog {
@@ -142,7 +149,7 @@ func (cb *cacheBackend) readTags(sql string) (tables []string, all, ok bool) {
 // a DDL statement (which, inside a transaction, changes the catalog only once
 // committed: see endTx). Safe from any goroutine.
 func (s *Server) writeOf(backend string, op wire.Op, sql string) (tables []string, all, ddl bool) {
-	cb := s.cacheBackends[backend]
+	cb := s.tablesOf(backend)
 	if cb == nil {
 		return nil, mayWrite(sql) || op != wire.OpQuery, false
 	}
@@ -182,7 +189,7 @@ func (s *Server) writeOf(backend string, op wire.Op, sql string) (tables []strin
 // noteDDL makes backend's catalog be read again after a DDL statement that
 // has committed (outside a transaction: at once).
 func (s *Server) noteDDL(backend string) {
-	if cb := s.cacheBackends[backend]; cb != nil {
+	if cb := s.tablesOf(backend); cb != nil {
 		cb.catalogChanged()
 	}
 }
@@ -204,7 +211,7 @@ func (s *Server) invalidate(backend string, tables []string, all bool, cause res
 // changed), or the whole cache (tables nil: a statement of unknown reach,
 // perhaps DDL).
 func (s *Server) streamInvalidate(backend string, tables []string) {
-	cb := s.cacheBackends[backend]
+	cb := s.tablesOf(backend)
 	if tables == nil || cb == nil {
 		if cb != nil {
 			cb.catalogChanged()
@@ -223,17 +230,15 @@ func (s *Server) streamInvalidate(backend string, tables []string) {
 	s.invalidate(backend, tables, all, resultcache.CauseChangeStream)
 }
 
-// startCatalogs reads, in the background, the catalog of every backend that
+// startCatalog reads, in the background until ctx ends, lb's catalog when it
 // can tell it, again every catalogRefresh and after every DDL.
-func (s *Server) startCatalogs(ctx context.Context) {
-	for name, cb := range s.cacheBackends {
-		cc, ok := s.backends[name].(CacheCatalog)
-		if !ok {
-			continue
-		}
-		s.bg.Add(1)
-		go s.followCatalog(ctx, cb, cc)
+func (s *Server) startCatalog(ctx context.Context, lb *liveBackend) {
+	cc, ok := lb.b.(CacheCatalog)
+	if !ok || lb.tables == nil {
+		return
 	}
+	s.bg.Add(1)
+	go s.followCatalog(ctx, lb.tables, cc)
 }
 
 func (s *Server) followCatalog(ctx context.Context, cb *cacheBackend, cc CacheCatalog) {
@@ -276,7 +281,7 @@ func (s *Server) followCatalog(ctx context.Context, cb *cacheBackend, cc CacheCa
 // that read the tables they write (its catalog is known), rather than the
 // backend's whole cache.
 func (s *Server) CacheByTable(backend string) bool {
-	cb := s.cacheBackends[backend]
+	cb := s.tablesOf(backend)
 	return cb != nil && cb.loadCatalog() != nil
 }
 

@@ -27,20 +27,18 @@ const commitVisibleDelay = 100 * time.Millisecond
 // streamRetryMax bounds the wait between attempts to reopen a broken stream.
 const streamRetryMax = 10 * time.Second
 
-// startChangeStreams starts following the change stream of every backend
-// that asks for it, until ctx ends.
-func (s *Server) startChangeStreams(ctx context.Context) {
-	for name, b := range s.backends {
-		if !s.cfg.Backends[name].ChangeStream {
-			continue
-		}
-		f, ok := b.(ChangeFollower)
-		if !ok {
-			continue // Config.Validate refuses change_stream on other types
-		}
-		s.bg.Add(1)
-		go s.followChanges(ctx, name, f)
+// startChangeStream starts following lb's change stream, when its config
+// asks for it, until ctx ends.
+func (s *Server) startChangeStream(ctx context.Context, lb *liveBackend) {
+	if !lb.cfg.ChangeStream {
+		return
 	}
+	f, ok := lb.b.(ChangeFollower)
+	if !ok {
+		return // Config.Validate refuses change_stream on other types
+	}
+	s.bg.Add(1)
+	go s.followChanges(ctx, lb.name, f)
 }
 
 // followChanges follows one backend's stream until ctx ends, reopening it

@@ -35,9 +35,9 @@ func (s *Server) OnClose(c *evloop.Conn) {
 	delete(s.sessions, ss)
 	s.clients.Store(int64(len(s.sessions)))
 	ss.cancel()
-	for name, cl := range ss.clients {
-		if lb, ok := s.backends[name].(loopsql.Backend); ok {
-			lb.CancelClient(cl, errClientGone)
+	for lb, cl := range ss.clients {
+		if !lb.closed.Load() {
+			lb.loop.CancelClient(cl, errClientGone)
 		}
 	}
 	ss.mu.Lock()
@@ -228,10 +228,10 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		}
 		req := *r
 		deadline := s.deadline(r.TimeoutMS)
-		s.inflight.Add(1)
+		g := s.admit()
 		ss.pending.Add(1)
 		s.workers.run(func() {
-			defer s.inflight.Done()
+			defer s.release(g)
 			defer s.unpend(ss)
 			s.runOp(ss, &req, target{}, deadline)
 		})
@@ -249,7 +249,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			return true
 		}
 		ss.beginning.Add(1) // until the begin is answered (beginLoop, runBegin)
-		if lb, ok := t.b.(loopsql.Backend); ok {
+		if lb := t.loopBackend(); lb != nil {
 			s.beginLoop(ss, r, t, lb)
 			return true
 		}
@@ -288,8 +288,8 @@ func (s *Server) loopBackend(ss *session, r *wire.Request) (target, loopsql.Back
 	if e != nil {
 		return t, nil, false
 	}
-	lb, ok := t.b.(loopsql.Backend)
-	return t, lb, ok
+	lb := t.loopBackend()
+	return t, lb, lb != nil
 }
 
 func errColumnarMultiGet() *Error {
@@ -304,21 +304,31 @@ func errShuttingDown() *Error {
 type target struct {
 	name, typ string
 	b         Backend
+	live      *liveBackend
 }
 
-// backendFor resolves a request's backend name.
+// loopBackend returns the backend when the event loop drives it, or nil.
+func (t target) loopBackend() loopsql.Backend {
+	if t.live == nil {
+		return nil
+	}
+	return t.live.loop
+}
+
+// backendFor resolves a request's backend name in the current set.
 func (s *Server) backendFor(name string) (target, *Error) {
+	set := s.set.Load()
 	if name == "" {
-		name = s.cfg.Server.DefaultBackend
+		name = set.defaultName
 		if name == "" {
 			return target{}, Errorf(CodeBadRequest, "backend is required (no default_backend configured)")
 		}
 	}
-	b, ok := s.backends[name]
+	lb, ok := set.byName[name]
 	if !ok {
 		return target{name: name}, Errorf(CodeUnknownBackend, "no backend named %q", name)
 	}
-	return target{name: name, typ: s.cfg.Backends[name].Type, b: b}, nil
+	return target{name: name, typ: lb.cfg.Type, b: lb.b, live: lb}, nil
 }
 
 func (s *Server) deadline(timeoutMS uint32) time.Time {
@@ -347,10 +357,10 @@ func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Req
 func (s *Server) onWorker(ss *session, r *wire.Request, b target, fn func(*session, *wire.Request, target, time.Time)) {
 	req := *r // the scratch is reused for the next frame
 	deadline := s.deadline(r.TimeoutMS)
-	s.inflight.Add(1)
+	g := s.admit()
 	ss.pending.Add(1)
 	s.workers.run(func() {
-		defer s.inflight.Done()
+		defer s.release(g)
 		defer s.unpend(ss)
 		fn(ss, &req, b, deadline)
 	})
@@ -471,7 +481,7 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 		fail(err)
 		return
 	}
-	t := &txState{id: s.nextTx.Add(1), backend: r.Backend, owner: ss, tx: tx, lastUsed: time.Now()}
+	t := &txState{id: s.nextTx.Add(1), backend: tg.name, live: tg.live, owner: ss, tx: tx, lastUsed: time.Now()}
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
@@ -519,6 +529,7 @@ type batch struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	start  time.Time
+	gen    *backendSet // what admit returned
 }
 
 type batchOutcome struct {
@@ -536,7 +547,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 	b := &batch{s: s, ss: ss, id: r.ID, ops: r.Ops, out: make([]batchOutcome, len(r.Ops)), start: time.Now()}
 	b.ctx, b.cancel = context.WithDeadline(ss.ctx, deadline)
 	b.left.Store(int32(len(r.Ops)) + 1) // +1 until every operation has started
-	s.inflight.Add(1)
+	b.gen = s.admit()
 	ss.pending.Add(1)
 	for i := range b.ops {
 		op := &b.ops[i]
@@ -570,7 +581,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 				continue
 			}
 		}
-		if lb, ok := t.b.(loopsql.Backend); ok && (op.Op == wire.OpQuery || op.Op == wire.OpExec) {
+		if lb := t.loopBackend(); lb != nil && (op.Op == wire.OpQuery || op.Op == wire.OpExec) {
 			if e := checkNoPaging(op, t); e != nil {
 				b.out[i].err = e
 				b.done()
@@ -582,7 +593,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 				b.done()
 				continue
 			}
-			q, enc := s.newSQLRequest(ss, op, t.name, wire.Head{Nested: true})
+			q, enc := s.newSQLRequest(ss, op, t.live, wire.Head{Nested: true})
 			q.Group = b
 			if op.TimeoutMS == 0 || deadline.Before(q.Deadline) {
 				q.Deadline = deadline
@@ -621,7 +632,7 @@ func (b *batch) done() {
 		return
 	}
 	s := b.s
-	defer s.inflight.Done()
+	defer s.release(b.gen)
 	defer s.unpend(b.ss)
 	b.cancel()
 	s.observed(wire.OpBatch, "", "", nil, b.start)

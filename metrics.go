@@ -34,25 +34,46 @@ type metricCell struct {
 	sumNanos atomic.Uint64
 }
 
+// requestMetrics counts requests by operation and backend. Its table only
+// grows: a reload that adds a backend adds its cells (counters must not go
+// back), one that removes a backend keeps them.
 type requestMetrics struct {
-	backend map[string]int // backend name -> index from 1; 0: none (ping, batch, join)
-	names   []string       // by index
-	cells   []metricCell   // [op*len(names) + backend]
+	mu    sync.Mutex // serializes addBackends
+	table atomic.Pointer[metricTable]
 }
 
-func newRequestMetrics(cfg Config) *requestMetrics {
-	m := &requestMetrics{backend: map[string]int{}, names: []string{""}}
-	names := make([]string, 0, len(cfg.Backends))
-	for name := range cfg.Backends {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		m.backend[name] = len(m.names)
-		m.names = append(m.names, name)
-	}
-	m.cells = make([]metricCell, numOps*len(m.names))
+type metricTable struct {
+	backend map[string]int        // backend name -> index from 1; 0: none (ping, batch, join, an unknown name)
+	names   []string              // by index
+	cells   []*[numOps]metricCell // by index
+}
+
+func newRequestMetrics(backends []string) *requestMetrics {
+	m := &requestMetrics{}
+	m.table.Store(&metricTable{backend: map[string]int{}, names: []string{""}, cells: []*[numOps]metricCell{new([numOps]metricCell)}})
+	m.addBackends(backends)
 	return m
+}
+
+// addBackends adds cells for the names it has none for yet.
+func (m *requestMetrics) addBackends(names []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.table.Load()
+	t := &metricTable{backend: make(map[string]int, len(old.backend)+len(names)),
+		names: append([]string(nil), old.names...), cells: append([]*[numOps]metricCell(nil), old.cells...)}
+	for k, v := range old.backend {
+		t.backend[k] = v
+	}
+	for _, name := range names {
+		if _, ok := t.backend[name]; ok {
+			continue
+		}
+		t.backend[name] = len(t.names)
+		t.names = append(t.names, name)
+		t.cells = append(t.cells, new([numOps]metricCell))
+	}
+	m.table.Store(t)
 }
 
 // observed counts a request in the metrics, keeps it among the recent errors
@@ -63,7 +84,7 @@ func (s *Server) observed(op wire.Op, backend, sql string, err error, start time
 	if err != nil || d > time.Duration(s.recent.slowFloor.Load()) {
 		s.recent.note(op, backend, sql, err, start, d)
 	}
-	if slow := time.Duration(s.cfg.Log.SlowStatement); slow > 0 && d >= slow {
+	if slow := time.Duration(s.set.Load().slowNanos); slow > 0 && d >= slow {
 		if len(sql) > 1024 {
 			sql = sql[:1024] + "..."
 		}
@@ -84,7 +105,8 @@ func (m *requestMetrics) observe(op wire.Op, backend string, err error, start ti
 	if int(op) >= numOps {
 		return d
 	}
-	cell := &m.cells[int(op)*len(m.names)+m.backend[backend]]
+	t := m.table.Load()
+	cell := &t.cells[t.backend[backend]][op]
 	o := 0
 	if err != nil {
 		code := AsError(err).Code
@@ -195,9 +217,10 @@ type RequestStats struct {
 // snapshot returns the cells that counted anything.
 func (m *requestMetrics) snapshot() []RequestStats {
 	var out []RequestStats
+	t := m.table.Load()
 	for op := 0; op < numOps; op++ {
-		for bi, name := range m.names {
-			cell := &m.cells[op*len(m.names)+bi]
+		for bi, name := range t.names {
+			cell := &t.cells[bi][op]
 			// The histogram's buckets are read first and give the count, so
 			// that no bucket exceeds it while requests are being counted.
 			buckets := make(map[float64]uint64, len(latencyBuckets))

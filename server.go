@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/internal/resultcache"
 )
@@ -30,11 +29,13 @@ import (
 //     transactions commit within the grace period, rolls back those still
 //     open, closes connections and backends.
 type Server struct {
-	cfg      Config
-	backends map[string]Backend
-	log      *slog.Logger
-	loop     *evloop.Loop
-	served   chan error // the loop's Run result
+	cfg Config
+	log *slog.Logger
+	// set is the backends requests use now; a reload swaps it (reload.go).
+	set atomic.Pointer[backendSet]
+	retireState
+	loop   *evloop.Loop
+	served chan error // the loop's Run result
 
 	inflight inflight // requests handed to goroutines
 	workers  *workers // the goroutines that run them
@@ -74,14 +75,11 @@ type Server struct {
 
 	tcpAddr string // the TCP listener's address, once listening
 
-	// The shared result cache (cache.go), nil when off; cacheUsed says, per
-	// backend, whether a query has asked for it yet (until then, writes have
-	// nothing to drop, and their text is not looked at).
-	cache         *resultcache.Cache
-	cacheUsed     map[string]*atomic.Bool
-	cacheBackends map[string]*cacheBackend // the MySQL and PostgreSQL backends' tables (cachetables.go)
-	// The cache's background work (change streams, catalogs): stopped by
-	// bgStop, waited for by bg.
+	// The shared result cache (cache.go), nil when off.
+	cache *resultcache.Cache
+	// The cache's background work (change streams, catalogs): its context
+	// is bgCtx, stopped by bgStop, waited for by bg.
+	bgCtx  context.Context
 	bgStop context.CancelFunc
 	bg     sync.WaitGroup
 
@@ -99,14 +97,27 @@ func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Serve
 	if log == nil {
 		log = slog.Default()
 	}
-	cacheUsed := make(map[string]*atomic.Bool, len(backends))
-	for name := range backends {
-		cacheUsed[name] = new(atomic.Bool)
+	live := make(map[string]*liveBackend, len(backends))
+	for name, b := range backends {
+		live[name] = newLiveBackend(name, cfg.Backends[name], b)
 	}
-	return &Server{cfg: cfg, backends: backends, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
+	s := &Server{cfg: cfg, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
 		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano(),
-		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), cacheUsed: cacheUsed,
-		cacheBackends: newCacheBackends(cfg), metrics: newRequestMetrics(cfg)}
+		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), metrics: newRequestMetrics(sortedKeys(live))}
+	s.set.Store(newBackendSet(cfg, live))
+	s.retiringSet = map[*liveBackend]struct{}{}
+	s.closing = make(chan struct{})
+	return s
+}
+
+// backends returns the current backends.
+func (s *Server) backends() []*liveBackend {
+	set := s.set.Load()
+	out := make([]*liveBackend, 0, len(set.byName))
+	for _, name := range sortedKeys(set.byName) {
+		out = append(out, set.byName[name])
+	}
+	return out
 }
 
 // Open starts the event loop, connects every backend (those driven by the
@@ -121,17 +132,17 @@ func (s *Server) Open(ctx context.Context) error {
 	s.loop = loop
 	s.served = make(chan error, 1)
 	go func() { s.served <- loop.Run() }()
-	for _, b := range s.backends {
-		if lb, ok := b.(loopsql.Backend); ok {
-			lb.UseLoop(loop)
+	for _, lb := range s.backends() {
+		if lb.loop != nil {
+			lb.loop.UseLoop(loop)
 		}
 	}
-	if err := s.openBackends(ctx); err != nil {
+	if err := s.openBackends(ctx, s.backends()); err != nil {
 		s.stopLoop()
 		return err
 	}
 	if err := s.listen(); err != nil {
-		s.closeBackends(ctx)
+		closeBackends(ctx, s.backends())
 		s.stopLoop()
 		return err
 	}
@@ -141,10 +152,10 @@ func (s *Server) Open(ctx context.Context) error {
 	go s.reapIdleTransactions()
 	s.startSweeper()
 	if s.cache != nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.bgStop = cancel
-		s.startChangeStreams(ctx)
-		s.startCatalogs(ctx)
+		s.bgCtx, s.bgStop = context.WithCancel(context.Background())
+		for _, lb := range s.backends() {
+			s.startBackground(lb)
+		}
 	}
 	return nil
 }
@@ -156,28 +167,30 @@ func (s *Server) stopLoop() {
 	<-s.loop.Done()
 }
 
-func (s *Server) openBackends(ctx context.Context) error {
+// openBackends opens bs in parallel; if any fails, it closes them all and
+// returns why.
+func (s *Server) openBackends(ctx context.Context, bs []*liveBackend) error {
 	var wg sync.WaitGroup
-	errs := make([]error, 0, len(s.backends))
+	errs := make([]error, 0, len(bs))
 	var mu sync.Mutex
-	for name, b := range s.backends {
+	for _, lb := range bs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			if err := b.Open(ctx); err != nil {
+			if err := lb.b.Open(ctx); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("open backend %s: %w", name, err))
+				errs = append(errs, fmt.Errorf("open backend %s: %w", lb.name, err))
 				mu.Unlock()
 				return
 			}
-			s.log.Info("backend ready", "backend", name, "type", s.cfg.Backends[name].Type,
+			s.log.Info("backend ready", "backend", lb.name, "type", lb.cfg.Type,
 				"took", time.Since(start).Round(time.Millisecond))
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		s.closeBackends(ctx)
+		closeBackends(ctx, bs)
 		return err
 	}
 	return nil
@@ -309,10 +322,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.bgStop()
 		s.bg.Wait()
 	}
+	// A reload's retiring backends close now too, with the current ones.
 	// The backends close before the loop stops: the loop drives some of them.
+	s.reloadMu.Lock() // a reload under way ends first; later ones see draining
+	defer s.reloadMu.Unlock()
+	close(s.closing)
+	s.retiring.Wait()
+	all := s.backends()
+	for _, lb := range s.retiringBackends() {
+		if s.takeRetiring(lb) {
+			all = append(all, lb)
+		}
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := s.closeBackends(cctx)
+	err := closeBackends(cctx, all)
 	s.stopLoop()
 	return err
 }
@@ -338,11 +362,13 @@ func (s *Server) waitDrained(ctx context.Context) bool {
 	return true
 }
 
-func (s *Server) closeBackends(ctx context.Context) error {
+func closeBackends(ctx context.Context, bs []*liveBackend) error {
 	var errs []error
-	for name, b := range s.backends {
-		if err := b.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("close backend %s: %w", name, err))
+	for _, lb := range bs {
+		err := lb.b.Close(ctx)
+		lb.closed.Store(true)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close backend %s: %w", lb.name, err))
 		}
 	}
 	return errors.Join(errs...)

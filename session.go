@@ -33,7 +33,7 @@ type session struct {
 
 	// clients holds the session's pooled state (its session settings) on each
 	// loop backend it used; loop goroutine only.
-	clients map[string]*loopsql.Client
+	clients map[*liveBackend]*loopsql.Client
 
 	mu      sync.Mutex
 	closed  bool

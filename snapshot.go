@@ -59,6 +59,10 @@ type PoolSnapshot struct {
 	// CacheByTable: writes drop only what read their tables (the
 	// backend's catalog is known); false drops its whole cache.
 	CacheByTable bool `json:"cache_by_table"`
+	// Retiring: a reload replaced or removed it; it serves the requests and
+	// transactions that began before, then closes. Listed after the
+	// current pools.
+	Retiring bool `json:"retiring,omitempty"`
 }
 
 // Snapshot returns the server's state now. Safe from any goroutine.
@@ -80,11 +84,15 @@ func (s *Server) Snapshot() Snapshot {
 	snap.Ready = s.opened.Load() && !snap.Draining
 	snap.Requests = s.metrics.snapshot()
 	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
-	for name, b := range s.backends {
-		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: name, Type: s.cfg.Backends[name].Type, Stats: b.Stats(),
-			CacheByTable: s.CacheByTable(name)})
+	for _, lb := range s.backends() {
+		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: lb.b.Stats(),
+			CacheByTable: s.CacheByTable(lb.name)})
 	}
-	sort.Slice(snap.Pools, func(i, j int) bool { return snap.Pools[i].Backend < snap.Pools[j].Backend })
+	retiring := s.retiringBackends()
+	sort.Slice(retiring, func(i, j int) bool { return retiring[i].name < retiring[j].name })
+	for _, lb := range retiring {
+		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: lb.b.Stats(), Retiring: true})
+	}
 	return snap
 }
 

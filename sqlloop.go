@@ -31,16 +31,27 @@ func putEncoder(e *wire.ResultEncoder) {
 }
 
 // sqlClient returns the session's pooled state on a loop backend (its session
-// settings), creating it on first use.
-func (ss *session) sqlClient(backend string) *loopsql.Client {
-	if c, ok := ss.clients[backend]; ok {
+// settings), creating it on first use. When a reload replaced the backend of
+// that name, the session's settings go with it to its successor (profiles
+// compare by their text, not by pool), and the state on backends closed
+// since is forgotten.
+func (ss *session) sqlClient(lb *liveBackend) *loopsql.Client {
+	if c, ok := ss.clients[lb]; ok {
 		return c
 	}
 	if ss.clients == nil {
-		ss.clients = map[string]*loopsql.Client{}
+		ss.clients = map[*liveBackend]*loopsql.Client{}
 	}
 	c := &loopsql.Client{}
-	ss.clients[backend] = c
+	for old, oc := range ss.clients {
+		if old.name == lb.name && old.cfg.Type == lb.cfg.Type {
+			c.Profile = oc.Profile
+		}
+		if old.closed.Load() {
+			delete(ss.clients, old)
+		}
+	}
+	ss.clients[lb] = c
 	return c
 }
 
@@ -55,9 +66,10 @@ type sqlCall struct {
 	h     wire.Head
 	op    wire.Op
 	enc   *wire.ResultEncoder
-	be    string    // the backend's name, for logs and metrics
-	start time.Time // when it was received, for metrics
-	tx    *txState  // set for a statement, commit or rollback of a transaction
+	be    string      // the backend's name, for logs and metrics
+	start time.Time   // when it was received, for metrics
+	tx    *txState    // set for a statement, commit or rollback of a transaction
+	gen   *backendSet // what admit returned; nil for a transaction's
 	// ticket, for a query that leads a cached read (cache.go): its outcome
 	// goes to the cache and the reads that wait on it.
 	ticket *resultcache.Ticket
@@ -93,7 +105,7 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 // callDone answers a call: the Done of its request.
 func (s *Server) callDone(q *loopsql.Request) {
 	c := q.Owner.(*sqlCall)
-	s.inflight.Done()
+	s.release(c.gen)
 	s.unpend(c.ss)
 	if t := c.tx; t != nil {
 		t.finished(time.Now())
@@ -132,9 +144,9 @@ func (s *Server) callDone(q *loopsql.Request) {
 
 // newSQLRequest builds the loop request of a batch's query or exec, and its
 // encoder.
-func (s *Server) newSQLRequest(ss *session, r *wire.Request, backend string, h wire.Head) (*loopsql.Request, *wire.ResultEncoder) {
+func (s *Server) newSQLRequest(ss *session, r *wire.Request, lb *liveBackend, h wire.Head) (*loopsql.Request, *wire.ResultEncoder) {
 	q := &loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
-		Client: ss.sqlClient(backend)}
+		Client: ss.sqlClient(lb)}
 	var enc *wire.ResultEncoder
 	if r.Op == wire.OpQuery {
 		q.Kind = loopsql.KindQuery
@@ -165,8 +177,8 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.B
 // runLoopSQLUncached runs a query or exec on a loop backend, past the cache.
 func (s *Server) runLoopSQLUncached(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
 	c := s.newCall(ss, r, t.name)
-	c.q.Client = ss.sqlClient(t.name)
-	s.inflight.Add(1)
+	c.q.Client = ss.sqlClient(t.live)
+	c.gen = s.admit()
 	ss.pending.Add(1)
 	lb.Submit(&c.q)
 }
@@ -212,11 +224,13 @@ func (s *Server) logSQLFailure(op wire.Op, backend string, err error) {
 // is the only one its statements run on, until commit or rollback.
 func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
 	id := r.ID
-	q := &loopsql.Request{Kind: loopsql.KindBegin, Client: ss.sqlClient(t.name), Deadline: s.deadline(r.TimeoutMS)}
-	s.inflight.Add(1)
+	q := &loopsql.Request{Kind: loopsql.KindBegin, Client: ss.sqlClient(t.live), Deadline: s.deadline(r.TimeoutMS)}
+	g := s.admit()
 	ss.pending.Add(1)
 	q.Done = func(q *loopsql.Request) {
-		s.inflight.Done()
+		// Released once the transaction is registered (or refused): a
+		// reload's retiring of its backend waits for either.
+		defer s.release(g)
 		s.unpend(ss)
 		// Counted as beginning until registered, before the reply goes out
 		// (max_client_txs).
@@ -226,7 +240,7 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 			s.replyErrorNow(ss, id, AsError(q.Err))
 			return
 		}
-		tx := &txState{id: s.nextTx.Add(1), backend: t.name, owner: ss, ltx: q.NewTx, lb: lb}
+		tx := &txState{id: s.nextTx.Add(1), backend: t.name, live: t.live, owner: ss, ltx: q.NewTx, lb: lb}
 		tx.lastUsed = time.Now()
 		ss.mu.Lock()
 		closed := ss.closed
@@ -253,7 +267,7 @@ func (s *Server) runLoopTxOp(ss *session, r *wire.Request, t *txState) {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
-	if e := checkNoPaging(r, target{typ: s.cfg.Backends[t.backend].Type}); e != nil {
+	if e := checkNoPaging(r, target{typ: t.live.cfg.Type}); e != nil {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}

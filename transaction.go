@@ -17,7 +17,8 @@ import (
 // sent them, on a goroutine that exists only while work is queued.
 type txState struct {
 	id      uint64
-	backend string
+	backend string       // its backend's name...
+	live    *liveBackend // ... and the backend itself: a reload that replaces it waits for the transaction
 	owner   *session
 	tx      Tx // a transaction run by goroutines (queue below)...
 
@@ -172,7 +173,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 func (s *Server) endTx(t *txState, why *Error) {
 	// Committed (or rolled back: MySQL's DDL commits on its own) before its
 	// client hears of it: its backend's cached results go.
-	if used := s.cacheUsed[t.backend]; s.cache != nil && used != nil && used.Load() {
+	if s.cache != nil && t.live.cacheUsed.Load() {
 		tables, all, ddl := t.writes.take()
 		if ddl { // committed (or rolled back) now: the catalog as it stands
 			s.noteDDL(t.backend)
