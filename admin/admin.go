@@ -7,6 +7,7 @@
 //	GET /readyz       200 when every backend is open and tetherd is not draining, else 503
 //	GET /status       the status page: the same at a glance, for a browser
 //	GET /status.json  the server's Snapshot, for the tether CLI and scripts
+//	POST /reload      reload the config file (tether reload); the report, or the error that left everything as it was
 //
 // Everything it shows is read when asked (tether.Server.Snapshot): a scrape
 // costs the requests being served nothing.
@@ -33,6 +34,17 @@ import (
 // Source is what the admin API shows: a running tetherd.
 type Source interface {
 	Snapshot() tether.Snapshot
+}
+
+// Reloader is a Source that can reload its config (tetherd's, from its
+// file); with one, the admin API serves POST /reload.
+type Reloader interface {
+	Reload(ctx context.Context) (tether.ReloadReport, error)
+}
+
+// ReloadError is the body of a failed POST /reload.
+type ReloadError struct {
+	Error string `json:"error"`
 }
 
 // Handler returns the admin API's routes for src.
@@ -64,6 +76,20 @@ func Handler(src Source) http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(src.Snapshot())
 	})
+	if rl, ok := src.(Reloader); ok {
+		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			rep, err := rl.Reload(r.Context())
+			if err != nil {
+				w.WriteHeader(http.StatusConflict)
+				enc.Encode(ReloadError{Error: err.Error()})
+				return
+			}
+			enc.Encode(rep)
+		})
+	}
 	return mux
 }
 

@@ -39,7 +39,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|stats|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|stats|reload|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +87,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			m.printCache(snap)
 		}
 		return nil
+	case "reload":
+		if admin == "" {
+			return errors.New("no admin socket: set -admin, or admin.socket in tetherd's config")
+		}
+		return m.reload(ctx, admin, *asJSON)
 	case "ping":
 		return m.ping(ctx, php, admin, *asJSON)
 	case "query":
@@ -131,6 +136,50 @@ func adminGet(ctx context.Context, socket, path string) (int, []byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	return resp.StatusCode, b, err
+}
+
+// reload asks tetherd to reload its config file, and prints what changed.
+func (m *Main) reload(ctx context.Context, socket string, asJSON bool) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://tetherd/reload", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := adminClient(socket).Do(req)
+	if err != nil {
+		return fmt.Errorf("admin socket %s: %w (is tetherd running, with admin.socket on?)", socket, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("/reload: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if asJSON {
+		_, err := m.Stdout.Write(b)
+		return err
+	}
+	var rep tether.ReloadReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("/reload: %w", err)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "reloaded\tin %s\n", rep.Took)
+	for _, row := range []struct {
+		what  string
+		names []string
+	}{{"added", rep.Added}, {"changed", rep.Changed}, {"removed", rep.Removed}, {"unchanged", rep.Unchanged},
+		{"need a restart", rep.NeedRestart}} {
+		if len(row.names) > 0 {
+			fmt.Fprintf(tw, "%s\t%s\n", row.what, strings.Join(row.names, ", "))
+		}
+	}
+	return tw.Flush()
 }
 
 func fetchStatus(ctx context.Context, socket string) (tether.Snapshot, []byte, error) {

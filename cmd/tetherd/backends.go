@@ -27,15 +27,21 @@ var backendTypes = map[string]func(tether.BackendConfig) (tether.Backend, error)
 func newBackends(cfg tether.Config) (map[string]tether.Backend, error) {
 	out := make(map[string]tether.Backend, len(cfg.Backends))
 	for name, bc := range cfg.Backends {
-		newBackend, ok := backendTypes[bc.Type]
-		if !ok {
-			return nil, fmt.Errorf("backend %s: unknown type %q", name, bc.Type)
-		}
-		b, err := newBackend(bc)
+		b, err := newBackend(name, bc)
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", name, err)
 		}
 		out[name] = b
 	}
 	return out, nil
+}
+
+// newBackend constructs (without connecting) one backend; it is a
+// tether.NewBackendFunc, for reloads.
+func newBackend(name string, bc tether.BackendConfig) (tether.Backend, error) {
+	construct, ok := backendTypes[bc.Type]
+	if !ok {
+		return nil, fmt.Errorf("unknown type %q", bc.Type)
+	}
+	return construct(bc)
 }

@@ -71,7 +71,9 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		defer f.Close()
 		logFile, logOut = f, f
 	}
-	log := newLogger(logOut, cfg.Log)
+	level := new(slog.LevelVar)
+	level.UnmarshalText([]byte(cfg.Log.Level))
+	log := newLogger(logOut, cfg.Log, level)
 	slog.SetDefault(log) // backends log through it too
 	if *configPath == "" {
 		log.Info("no -config given: running the embedded default", "sqlite", tether.DefaultSQLitePath, "socket", cfg.Server.AbsSocket())
@@ -105,7 +107,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("create admin socket directory: %w", err)
 		}
 	}
-	adm, err := admin.Listen(adminCfg, srv)
+	ctl := &control{srv: srv, path: *configPath, level: level, log: log}
+	adm, err := admin.Listen(adminCfg, ctl)
 	if err != nil {
 		shutdownNow(srv)
 		return err
@@ -137,15 +140,20 @@ wait:
 				log.Info("shutting down", "signal", sig.String(), "grace", cfg.Server.ShutdownGrace)
 				break wait
 			}
-			// SIGHUP must not stop tetherd (Go's default): it reopens the log
-			// file, for logrotate. Reloading the config comes later.
+			// SIGHUP reopens the log file (for logrotate) and reloads the
+			// config, as `tether reload` does.
 			if logFile != nil {
 				if err := logFile.Reopen(); err != nil {
 					log.Error("SIGHUP: reopen the log file", "file", cfg.Log.File, "err", err)
-					continue
+				} else {
+					log.Info("SIGHUP: log reopened; reloading the config", "file", cfg.Log.File)
 				}
 			}
-			log.Info("SIGHUP: log reopened; the config is not reloaded (restart tetherd to change it)", "file", cfg.Log.File)
+			go func() {
+				if _, err := ctl.Reload(context.Background()); err != nil {
+					log.Error("SIGHUP: reload failed; the running config stays as it was", "err", err)
+				}
+			}()
 		}
 	}
 	grace := time.Duration(cfg.Server.ShutdownGrace)
@@ -180,9 +188,53 @@ func shutdownNow(srv *tether.Server) {
 	srv.Shutdown(ctx)
 }
 
-func newLogger(w io.Writer, c tether.LogConfig) *slog.Logger {
+// control is what the admin API reaches of tetherd: the server's state, and
+// the reload of its config file.
+type control struct {
+	srv   *tether.Server
+	path  string // the config file; "" for the embedded default
+	level *slog.LevelVar
+	log   *slog.Logger
+	mu    sync.Mutex
+}
+
+func (c *control) Snapshot() tether.Snapshot { return c.srv.Snapshot() }
+
+// reloadOpenTimeout bounds how long a reload waits for its new backends to
+// open (the admin API's replies are cut at 30 s).
+const reloadOpenTimeout = 20 * time.Second
+
+// Reload reads the config file again, validates it, and applies it: the log
+// level, then the backends (tether.Server.Reload). An error leaves everything
+// as it was.
+func (c *control) Reload(ctx context.Context) (tether.ReloadReport, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.path == "" {
+		return tether.ReloadReport{}, errors.New("reload: tetherd runs the embedded default (no -config): there is no file to reload")
+	}
+	cfg, err := tether.ReadConfigFile(c.path)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		return tether.ReloadReport{}, fmt.Errorf("reload %s: %w (nothing changed)", c.path, err)
+	}
 	var level slog.Level
-	level.UnmarshalText([]byte(c.Level))
+	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
+		return tether.ReloadReport{}, fmt.Errorf("reload %s: log.level: %w (nothing changed)", c.path, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, reloadOpenTimeout)
+	defer cancel()
+	rep, err := c.srv.Reload(ctx, cfg, newBackend)
+	if err != nil {
+		return rep, err
+	}
+	c.level.Set(level)
+	return rep, nil
+}
+
+func newLogger(w io.Writer, c tether.LogConfig, level *slog.LevelVar) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))

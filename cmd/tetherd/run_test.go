@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -293,5 +294,85 @@ func TestMain_Admin(t *testing.T) {
 	}
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Fatalf("admin socket left behind: %v", err)
+	}
+}
+
+// TestMain_Reload: tether reload (POST /reload on the admin socket) and SIGHUP
+// apply the config file anew; a broken file changes nothing and says why.
+func TestMain_Reload(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, "")
+	m, done, sock := start(t, "-config", cfgPath)
+	adminSock := filepath.Join(dir, "t-admin.sock")
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", adminSock)
+	}}, Timeout: 30 * time.Second}
+	postReload := func() (int, map[string]any) {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		for i := 0; i < 200; i++ { // the admin socket comes just after the PHP one
+			if resp, err = hc.Post("http://tetherd/reload", "", nil); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("/reload: %v", err)
+		}
+		return resp.StatusCode, body
+	}
+	base, _ := os.ReadFile(cfgPath)
+	withSide := string(base) + "\n[backends.side]\ntype = \"sqlite\"\ndsn = \"" + filepath.Join(dir, "side.db") + "\"\n"
+	os.WriteFile(cfgPath, []byte(withSide), 0o644)
+	code, body := postReload()
+	if code != 200 || fmt.Sprint(body["added"]) != "[side]" || fmt.Sprint(body["unchanged"]) != "[main]" {
+		t.Fatalf("reload adding side: %d %v", code, body)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if rep := roundTrip(t, c, wire.Request{ID: 1, Op: wire.OpQuery, Backend: "side", SQL: "SELECT 1"}); rep.Error() != nil {
+		t.Fatalf("side after the reload: %v", rep.Error())
+	}
+
+	os.WriteFile(cfgPath, []byte(withSide+"\n[backends.broken\n"), 0o644)
+	code, body = postReload()
+	if code != 409 || !strings.Contains(fmt.Sprint(body["error"]), "tetherd.toml") || !strings.Contains(fmt.Sprint(body["error"]), "nothing changed") {
+		t.Fatalf("reload of a broken file: %d %v", code, body)
+	}
+	if rep := roundTrip(t, c, wire.Request{ID: 2, Op: wire.OpQuery, Backend: "side", SQL: "SELECT 1"}); rep.Error() != nil {
+		t.Fatalf("side after a failed reload: %v", rep.Error())
+	}
+
+	os.WriteFile(cfgPath, []byte(strings.Replace(withSide, "[log]", "max_client_conns = 77\n[log]", 1)), 0o644)
+	code, body = postReload()
+	if code != 200 || fmt.Sprint(body["need_restart"]) != "[server.max_client_conns]" {
+		t.Fatalf("reload with a setting that needs a restart: %d %v", code, body)
+	}
+
+	os.WriteFile(cfgPath, base, 0o644) // side removed, by SIGHUP this time
+	m.Signals <- syscall.SIGHUP
+	for i := 0; ; i++ {
+		rep := roundTrip(t, c, wire.Request{ID: 3, Op: wire.OpQuery, Backend: "side", SQL: "SELECT 1"})
+		if e := rep.Error(); e != nil && e["code"] == "unknown_backend" {
+			break
+		}
+		if i == 500 {
+			t.Fatal("side still served 5 s after SIGHUP removed it from the file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.Signals <- syscall.SIGTERM
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
