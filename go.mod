@@ -6,6 +6,8 @@ require (
 	cloud.google.com/go/bigtable v1.58.0
 	github.com/BurntSushi/toml v1.6.0
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
+	github.com/cloudflare/tableflip v1.2.3
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/go-mysql-org/go-mysql v1.13.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7

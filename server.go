@@ -75,6 +75,11 @@ type Server struct {
 
 	tcpAddr string // the TCP listener's address, once listening
 
+	// ListenWith, when set before Open, makes the listeners (handover.go).
+	ListenWith    ListenFunc
+	unixListeners []*net.UnixListener
+	handingOver   atomic.Bool
+
 	// The shared result cache (cache.go), nil when off.
 	cache *resultcache.Cache
 	// The cache's background work (change streams, catalogs): its context
@@ -198,10 +203,21 @@ func (s *Server) openBackends(ctx context.Context, bs []*liveBackend) error {
 
 func (s *Server) listen() error {
 	sc := s.cfg.Server
+	listenWith := s.ListenWith
+	if listenWith == nil {
+		listenWith = func(network, addr string, create func(network, addr string) (net.Listener, error)) (net.Listener, error) {
+			return create(network, addr)
+		}
+	}
 	if sc.Socket != "" {
-		ln, err := listenUnix(sc.Socket, sc.SocketFileMode(), sc.SocketGroup)
+		ln, err := listenWith("unix", sc.Socket, func(string, string) (net.Listener, error) {
+			return listenUnix(sc.Socket, sc.SocketFileMode(), sc.SocketGroup)
+		})
 		if err != nil {
 			return err
+		}
+		if ul, ok := ln.(*net.UnixListener); ok {
+			s.unixListeners = append(s.unixListeners, ul)
 		}
 		if err := s.loop.AddListener(ln); err != nil {
 			ln.Close()
@@ -213,7 +229,7 @@ func (s *Server) listen() error {
 		if !isLoopbackAddr(sc.TCPListen) {
 			return fmt.Errorf("listen tcp %s: plaintext TCP is only allowed on loopback", sc.TCPListen)
 		}
-		ln, err := net.Listen("tcp", sc.TCPListen)
+		ln, err := listenWith("tcp", sc.TCPListen, net.Listen)
 		if err != nil {
 			return fmt.Errorf("listen tcp %s: %w", sc.TCPListen, err)
 		}

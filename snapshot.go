@@ -1,6 +1,7 @@
 package tether
 
 import (
+	"os"
 	"runtime/debug"
 	"sort"
 	"time"
@@ -13,6 +14,7 @@ import (
 // cost to requests.
 type Snapshot struct {
 	Version string    `json:"version"`
+	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 	// Ready: every backend open and the listeners up, and not draining.
 	Ready    bool `json:"ready"`
@@ -67,7 +69,7 @@ type PoolSnapshot struct {
 
 // Snapshot returns the server's state now. Safe from any goroutine.
 func (s *Server) Snapshot() Snapshot {
-	snap := Snapshot{Version: Version(), Started: s.started, Draining: s.draining.Load(),
+	snap := Snapshot{Version: Version(), PID: os.Getpid(), Started: s.started, Draining: s.draining.Load() || s.handingOver.Load(),
 		Clients: s.clients.Load(), InFlight: s.inflight.n.Load(), Transactions: s.openTxs()}
 	if s.cache != nil {
 		st := s.cache.Stats()

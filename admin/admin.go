@@ -8,6 +8,7 @@
 //	GET /status       the status page: the same at a glance, for a browser
 //	GET /status.json  the server's Snapshot, for the tether CLI and scripts
 //	POST /reload      reload the config file (tether reload); the report, or the error that left everything as it was
+//	POST /upgrade     start the tetherd binary anew and hand it the sockets (tether upgrade); answered once it serves
 //
 // Everything it shows is read when asked (tether.Server.Snapshot): a scrape
 // costs the requests being served nothing.
@@ -42,7 +43,19 @@ type Reloader interface {
 	Reload(ctx context.Context) (tether.ReloadReport, error)
 }
 
-// ReloadError is the body of a failed POST /reload.
+// Upgrader is a Source that can replace its process with a new one started
+// from the binary on disk; with one, the admin API serves POST /upgrade.
+type Upgrader interface {
+	Upgrade(ctx context.Context) (UpgradeReport, error)
+}
+
+// UpgradeReport is the body of a successful POST /upgrade.
+type UpgradeReport struct {
+	OldPID int    `json:"old_pid"` // the process that answered, now handing its clients over
+	Took   string `json:"took"`    // from the request until the new process served
+}
+
+// ReloadError is the body of a failed POST /reload or /upgrade.
 type ReloadError struct {
 	Error string `json:"error"`
 }
@@ -90,6 +103,19 @@ func Handler(src Source) http.Handler {
 			enc.Encode(rep)
 		})
 	}
+	if up, ok := src.(Upgrader); ok {
+		mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			enc := json.NewEncoder(w)
+			rep, err := up.Upgrade(r.Context())
+			if err != nil {
+				w.WriteHeader(http.StatusConflict)
+				enc.Encode(ReloadError{Error: err.Error()})
+				return
+			}
+			enc.Encode(rep)
+		})
+	}
 	return mux
 }
 
@@ -104,8 +130,19 @@ type Listener struct {
 // (either may be empty; both empty returns nil). A stale socket file left
 // by an earlier tetherd is replaced; a live one is an error.
 func Listen(cfg tether.AdminConfig, src Source) (*Listener, error) {
+	return ListenWith(cfg, src, nil)
+}
+
+// ListenWith is Listen with the listeners made by listen (nil: made here),
+// which may hand over those of the process this one replaces.
+func ListenWith(cfg tether.AdminConfig, src Source, listen tether.ListenFunc) (*Listener, error) {
 	if cfg.Socket == "" && cfg.TCPListen == "" {
 		return nil, nil
+	}
+	if listen == nil {
+		listen = func(network, addr string, create func(network, addr string) (net.Listener, error)) (net.Listener, error) {
+			return create(network, addr)
+		}
 	}
 	var lns []net.Listener
 	closeAll := func() {
@@ -114,14 +151,16 @@ func Listen(cfg tether.AdminConfig, src Source) (*Listener, error) {
 		}
 	}
 	if cfg.Socket != "" {
-		ln, err := listenUnix(cfg.Socket, cfg.SocketMode)
+		ln, err := listen("unix", cfg.Socket, func(string, string) (net.Listener, error) {
+			return listenUnix(cfg.Socket, cfg.SocketMode)
+		})
 		if err != nil {
 			return nil, err
 		}
 		lns = append(lns, ln)
 	}
 	if cfg.TCPListen != "" {
-		ln, err := net.Listen("tcp", cfg.TCPListen)
+		ln, err := listen("tcp", cfg.TCPListen, net.Listen)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("admin: listen on %s: %w", cfg.TCPListen, err)
@@ -145,6 +184,16 @@ func Listen(cfg tether.AdminConfig, src Source) (*Listener, error) {
 		close(l.done)
 	}()
 	return l, nil
+}
+
+// HandOff stops the admin API like Close but leaves the socket file: it
+// belongs to the process that took over.
+func (l *Listener) HandOff(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.socket = ""
+	return l.Close(ctx)
 }
 
 // Close stops the admin API (requests in flight get until ctx ends) and

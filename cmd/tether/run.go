@@ -39,7 +39,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|stats|reload|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -92,6 +92,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			return errors.New("no admin socket: set -admin, or admin.socket in tetherd's config")
 		}
 		return m.reload(ctx, admin, *asJSON)
+	case "upgrade":
+		if admin == "" {
+			return errors.New("no admin socket: set -admin, or admin.socket in tetherd's config")
+		}
+		return m.upgrade(ctx, admin, *asJSON)
 	case "ping":
 		return m.ping(ctx, php, admin, *asJSON)
 	case "query":
@@ -138,27 +143,76 @@ func adminGet(ctx context.Context, socket, path string) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-// reload asks tetherd to reload its config file, and prints what changed.
-func (m *Main) reload(ctx context.Context, socket string, asJSON bool) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", "http://tetherd/reload", nil)
+// adminPost POSTs to path on the admin socket and returns the body of a 200
+// answer, or the error the answer gives.
+func adminPost(ctx context.Context, socket, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://tetherd"+path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := adminClient(socket).Do(req)
 	if err != nil {
-		return fmt.Errorf("admin socket %s: %w (is tetherd running, with admin.socket on?)", socket, err)
+		return nil, fmt.Errorf("admin socket %s: %w (is tetherd running, with admin.socket on?)", socket, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error string }
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
+			return nil, errors.New(e.Error)
 		}
-		return fmt.Errorf("/reload: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("%s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// upgrade asks tetherd to start its binary anew and hand it the sockets, and
+// prints which process serves now.
+func (m *Main) upgrade(ctx context.Context, socket string, asJSON bool) error {
+	b, err := adminPost(ctx, socket, "/upgrade")
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		OldPID int    `json:"old_pid"`
+		Took   string `json:"took"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("/upgrade: %w", err)
+	}
+	// The admin socket is the new process's now (the old one stops
+	// accepting on it a moment after its answer).
+	var snap tether.Snapshot
+	for {
+		snap, _, err = fetchStatus(ctx, socket)
+		if err != nil {
+			return fmt.Errorf("upgraded, but the new tetherd does not answer: %w", err)
+		}
+		if snap.PID != rep.OldPID {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("upgraded, but pid %d still answers on %s", rep.OldPID, socket)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(m.Stdout).Encode(map[string]any{"old_pid": rep.OldPID, "new_pid": snap.PID, "version": snap.Version, "took": rep.Took})
+	}
+	fmt.Fprintf(m.Stdout, "upgraded in %s: tetherd %s (pid %d) serves; pid %d hands its clients over and exits\n",
+		rep.Took, snap.Version, snap.PID, rep.OldPID)
+	return nil
+}
+
+// reload asks tetherd to reload its config file, and prints what changed.
+func (m *Main) reload(ctx context.Context, socket string, asJSON bool) error {
+	b, err := adminPost(ctx, socket, "/reload")
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		_, err := m.Stdout.Write(b)

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cloudflare/tableflip"
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/admin"
 )
@@ -24,12 +27,20 @@ type Main struct {
 	Stderr io.Writer
 	// Signals delivers the shutdown signals; tests may replace it.
 	Signals chan os.Signal
+	// Upgrades: the process can be replaced by a new one that inherits its
+	// sockets (SIGUSR2, tether upgrade). Only one per process: off in tests
+	// that run several Mains.
+	Upgrades bool
 }
 
 // NewMain returns a Main wired to the process's streams and signals.
 func NewMain() *Main {
-	return &Main{Stdout: os.Stdout, Stderr: os.Stderr}
+	return &Main{Stdout: os.Stdout, Stderr: os.Stderr, Upgrades: true}
 }
+
+// upgradeTimeout bounds how long a new process may take to serve before an
+// upgrade is given up (and the old process goes on as before).
+const upgradeTimeout = 60 * time.Second
 
 // Run parses args, loads the config (the embedded default when none is
 // given), opens the backends, serves until SIGTERM or SIGINT, then drains
@@ -86,11 +97,31 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		runtime.GOMAXPROCS(cfg.Server.MaxProcs)
 	}
 
+	// A binary upgrade (docs/operations.md): the new process, started by
+	// the old one with tableflip, inherits the listening sockets; tableflip
+	// is the field's library for it (Cloudflare's), and passes the
+	// descriptors and the readiness handshake between the two.
+	var upg *tableflip.Upgrader
+	var upgraded <-chan struct{} // closed once a new process serves in this one's place
+	var listen tether.ListenFunc
+	if m.Upgrades {
+		var err error
+		if upg, err = tableflip.New(tableflip.Options{UpgradeTimeout: upgradeTimeout}); err != nil {
+			return fmt.Errorf("upgrades: %w", err)
+		}
+		defer upg.Stop()
+		upgraded, listen = upg.Exit(), upg.ListenWithCallback
+		if upg.HasParent() {
+			log.Info("started by an upgrade: taking over the sockets of the running tetherd")
+		}
+	}
+
 	backends, err := newBackends(cfg)
 	if err != nil {
 		return err
 	}
 	srv := tether.NewServer(cfg, backends, log)
+	srv.ListenWith = listen
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	err = srv.Open(openCtx)
 	cancel()
@@ -107,24 +138,38 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("create admin socket directory: %w", err)
 		}
 	}
-	ctl := &control{srv: srv, path: *configPath, level: level, log: log}
-	adm, err := admin.Listen(adminCfg, ctl)
+	ctl := &control{srv: srv, path: *configPath, level: level, log: log, upg: upg}
+	adm, err := admin.ListenWith(adminCfg, ctl, listen)
 	if err != nil {
 		shutdownNow(srv)
 		return err
 	}
+	handedOff := false
 	defer func() {
+		if handedOff {
+			return
+		}
 		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		adm.Close(actx)
 		cancel()
 	}()
+	if upg != nil {
+		// The parent, if any, hands its clients over from here on.
+		if err := upg.Ready(); err != nil {
+			shutdownNow(srv)
+			return fmt.Errorf("upgrades: %w", err)
+		}
+	}
+	// systemd (Type=notify, NotifyAccess=all): ready, and after an upgrade
+	// this process is the service's main one.
+	daemon.SdNotify(false, fmt.Sprintf("READY=1\nMAINPID=%d", os.Getpid()))
 	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0),
 		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen)
 
 	sigs := m.Signals
 	if sigs == nil {
 		sigs = make(chan os.Signal, 2)
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR2)
 		defer signal.Stop(sigs)
 	}
 	served := make(chan error, 1)
@@ -135,7 +180,34 @@ wait:
 		select {
 		case err := <-served:
 			return fmt.Errorf("serve: %w", err)
+		case <-upgraded:
+			// A new process serves on the sockets: hand the clients over,
+			// leave the socket files to it, and exit.
+			// The admin socket is the new process's now: the request that
+			// asked for the upgrade gets its answer, and nothing more
+			// comes here.
+			handedOff = true
+			actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
+			adm.HandOff(actx)
+			acancel()
+			grace := time.Duration(cfg.Server.ShutdownGrace)
+			log.Info("upgraded: a new tetherd serves; handing the clients over", "grace", grace)
+			hctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			if err := srv.HandOver(hctx); err != nil {
+				return err
+			}
+			log.Info("stopped after the upgrade")
+			return nil
 		case sig := <-sigs:
+			if sig == syscall.SIGUSR2 {
+				go func() {
+					if _, err := ctl.Upgrade(context.Background()); err != nil {
+						log.Error("SIGUSR2: upgrade failed; this process goes on serving", "err", err)
+					}
+				}()
+				continue
+			}
 			if sig != syscall.SIGHUP {
 				log.Info("shutting down", "signal", sig.String(), "grace", cfg.Server.ShutdownGrace)
 				break wait
@@ -195,7 +267,36 @@ type control struct {
 	path  string // the config file; "" for the embedded default
 	level *slog.LevelVar
 	log   *slog.Logger
+	upg   *tableflip.Upgrader // nil: upgrades off
 	mu    sync.Mutex
+}
+
+// Upgrade starts tetherd's binary anew (the one now on disk, with the same
+// arguments) and returns once it serves on this process's sockets, which then
+// hands its clients over and exits. If the new process fails or is not ready
+// within upgradeTimeout, this one goes on as before.
+func (c *control) Upgrade(ctx context.Context) (admin.UpgradeReport, error) {
+	if c.upg == nil {
+		return admin.UpgradeReport{}, errors.New("upgrade: this tetherd runs without upgrades")
+	}
+	if c.path != "" {
+		// The new process reads the file anew: a broken one fails here, not there.
+		cfg, err := tether.ReadConfigFile(c.path)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			return admin.UpgradeReport{}, fmt.Errorf("upgrade: %s: %w (nothing changed)", c.path, err)
+		}
+	}
+	start := time.Now()
+	c.log.Info("upgrade: starting a new tetherd", "binary", os.Args[0])
+	if err := c.upg.Upgrade(); err != nil {
+		return admin.UpgradeReport{}, fmt.Errorf("upgrade: %w (this process goes on serving)", err)
+	}
+	took := time.Since(start).Round(time.Millisecond)
+	c.log.Info("upgrade: the new tetherd serves", "took", took)
+	return admin.UpgradeReport{OldPID: os.Getpid(), Took: took.String()}, nil
 }
 
 func (c *control) Snapshot() tether.Snapshot { return c.srv.Snapshot() }

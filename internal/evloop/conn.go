@@ -210,6 +210,14 @@ func (c *Conn) Buffered() int {
 	return cap(c.in) + len(c.out)
 }
 
+// Unsent returns the bytes of replies queued and not yet written to the
+// socket. Safe from any goroutine.
+func (c *Conn) Unsent() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.out)
+}
+
 // Close closes the connection after the output queued so far is written as far
 // as the socket takes it now. Safe from any goroutine; the loop does the
 // closing and then calls the handler's OnClose.

@@ -99,6 +99,7 @@ type Loop struct {
 	conns     map[int]*Conn     // by fd; touched only on the loop goroutine
 	watchers  map[int]Watcher   // by fd; loop goroutine only
 	flushes   []Flusher         // to flush at the end of this turn; loop goroutine only
+	aborted   []int             // fds of connections CloseAbort closed, released at the end of this turn; loop goroutine only
 	maxOut    int
 
 	// dropped counts the bytes of connection buffers let go of since
@@ -374,7 +375,39 @@ func (l *Loop) Run() error {
 			}
 		}
 		l.flush()
+		l.releaseAborted()
 	}
+}
+
+// CloseAbort closes c at once, discarding whatever its peer sent that was not
+// read yet: the peer's next read fails with ECONNRESET instead of seeing EOF,
+// which tells a client waiting on a request that the request was never read,
+// so that it may send it again elsewhere (a tetherd that hands its clients to
+// a new process closes idle connections so). Close, by contrast, half-closes
+// first and the peer reads EOF. The descriptor itself is released at the end
+// of the loop's turn, so that no event of this turn can reach a connection
+// that reused its number. Loop goroutine only.
+func (l *Loop) CloseAbort(c *Conn) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	l.aborted = append(l.aborted, c.fd)
+	l.dropped.Add(int64(cap(c.in) + cap(c.out)))
+	c.in, c.out = nil, nil
+	c.mu.Unlock()
+	delete(l.conns, c.fd)
+	l.handler.OnClose(c)
+}
+
+func (l *Loop) releaseAborted() {
+	for _, fd := range l.aborted {
+		unix.Close(fd)
+	}
+	l.aborted = l.aborted[:0]
 }
 
 // FlushLater makes f's Flush run at the end of the loop's current turn, once
@@ -531,6 +564,7 @@ func (l *Loop) shutdown() {
 	for _, c := range l.conns {
 		l.closeConn(c)
 	}
+	l.releaseAborted()
 	for fd, ln := range l.listeners {
 		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 		ln.f.Close()

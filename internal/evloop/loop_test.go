@@ -157,3 +157,71 @@ func TestLoop_PostAfterRunReturned(t *testing.T) {
 		t.Error("a function posted after the loop stopped ran")
 	}
 }
+
+// pausingHandler stops reading every connection as it opens, so that what its
+// clients send stays unread in the socket.
+type pausingHandler struct {
+	conns  chan *evloop.Conn
+	closed atomic.Int64
+}
+
+func (h *pausingHandler) OnOpen(c *evloop.Conn, _ bool) {
+	c.PauseReading()
+	h.conns <- c
+}
+func (h *pausingHandler) OnData(_ *evloop.Conn, in []byte) int { return len(in) }
+func (h *pausingHandler) OnClose(*evloop.Conn)                 { h.closed.Add(1) }
+
+// TestLoop_CloseAbortResetsThePeer: a connection closed by CloseAbort with
+// its client's bytes unread makes the client's read fail with ECONNRESET (the
+// PHP client's sign that its request never ran), where Close gives EOF.
+func TestLoop_CloseAbortResetsThePeer(t *testing.T) {
+	for _, abort := range []bool{true, false} {
+		t.Run(fmt.Sprintf("abort=%v", abort), func(t *testing.T) {
+			h := &pausingHandler{conns: make(chan *evloop.Conn, 1)}
+			l, err := evloop.New(h, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go l.Run()
+			defer l.Stop()
+			ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.AddListener(ln); err != nil {
+				t.Fatal(err)
+			}
+			c, err := net.Dial("unix", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conn := <-h.conns
+			if _, err := c.Write([]byte("a request nobody reads")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // in the server's socket, unread: reading is paused
+			if abort {
+				l.Post(func() { l.CloseAbort(conn) })
+			} else {
+				conn.Close()
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = c.Read(make([]byte, 16))
+			reset := err != nil && strings.Contains(err.Error(), "connection reset")
+			if abort && !reset {
+				t.Fatalf("read after CloseAbort: %v, want connection reset", err)
+			}
+			if !abort && (reset || err == nil) {
+				t.Fatalf("read after Close: %v, want EOF", err)
+			}
+			for i := 0; h.closed.Load() == 0; i++ {
+				if i == 500 {
+					t.Fatal("OnClose was not called")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
