@@ -17,6 +17,7 @@ spl_autoload_register(static function (string $class): void {
         'Tether\\Client' => 'Client.php',
         'Tether\\ColumnarResult' => 'ColumnarResult.php',
         'Tether\\Connection\\CommunicationException' => 'Connection/CommunicationException.php',
+        'Tether\\Connection\\RequestNotReadException' => 'Connection/RequestNotReadException.php',
         'Tether\\Connection\\StreamConnection' => 'Connection/StreamConnection.php',
         'Tether\\Connection\\UnknownOutcomeException' => 'Connection/UnknownOutcomeException.php',
         'Tether\\Exception\\LogicException' => 'Exception/LogicException.php',

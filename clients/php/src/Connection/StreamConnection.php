@@ -23,7 +23,12 @@ use Tether\Server\ServerException;
  *     sent on the new socket, unless the request belongs to a transaction: that died with the old socket.
  *  3. await() reads until the reply is complete. Whatever goes wrong after the frame was written (EOF, timeout,
  *     bad frame, an id that no pending request has) throws UnknownOutcomeException and drops the socket: the
- *     request is never re-sent on its own. Every request still pending on a dropped socket fails the same way
+ *     request is never re-sent on its own, with one exception. On a Unix socket, a read that fails with a reset
+ *     (ECONNRESET, which PHP's fread reports as false where EOF gives '') before any byte of the reply means
+ *     that tetherd closed the socket with the request still unread in it: the request never ran. tetherd does
+ *     that when it hands its clients to a new process (a binary upgrade), closing each connection the moment it
+ *     is idle. request() then sends the request again once, on a new socket, unless it belongs to a transaction;
+ *     await() throws RequestNotReadException (a CommunicationException: not executed). Every request still pending on a dropped socket fails the same way
  *     when awaited; one whose reply was read before the drop still gets it.
  *  4. At the end of the PHP request, endRequest() (a shutdown function) drops a socket that still owes a reply
  *     (a request that died mid-call, or a pending batch never waited for), else rolls back the transactions still
@@ -137,7 +142,16 @@ class StreamConnection
     public function request(array $request, float $ioTimeout, int $maxFrameBytes, ?int $txEpoch = null): array
     {
         // receive() without await()'s checks: the reply to a request just written is pending, not read yet.
-        $reply = $this->receive($this->send($request, $ioTimeout, $maxFrameBytes, $txEpoch));
+        try {
+            $reply = $this->receive($this->send($request, $ioTimeout, $maxFrameBytes, $txEpoch));
+        } catch (RequestNotReadException $e) {
+            // Closed by tetherd with the request unread (see the top): it never ran, so one new socket may carry
+            // it, unless it belonged to a transaction, which died with the old socket.
+            if ($txEpoch !== null) {
+                throw $this->lostTransaction($request);
+            }
+            $reply = $this->receive($this->send($request, $ioTimeout, $maxFrameBytes, null, false));
+        }
         if (isset($reply['error'])) {
             throw ServerException::fromError((array) $reply['error']);
         }
@@ -446,6 +460,15 @@ class StreamConnection
                 // Usually one poll and one recv: this fread fills PHP's stream buffer (8 KiB) with the whole reply,
                 // and the payload is then copied out of that buffer without a syscall.
                 $head = \fread($stream, 4);
+                if ($head === false && !$this->tcp && !(\stream_get_meta_data($stream)['timed_out'] ?? false)) {
+                    // A reset before any byte of a frame: tetherd closed the socket with our request unread.
+                    $this->drop();
+                    throw new RequestNotReadException(\sprintf(
+                        'tetherd at %s closed the connection without reading request %d (it hands its clients over to a new process); the request was not executed',
+                        $this->address,
+                        $id,
+                    ));
+                }
                 if ($head === false || \strlen($head) !== 4) {
                     $head = (string) $head . \stream_get_contents($stream, 4 - \strlen((string) $head));
                     if (\strlen($head) !== 4) {

@@ -13,6 +13,8 @@
  *   ['sleep', seconds]
  *   ['close']                  close the connection
  *   ['await_eof', seconds]     wait for the client to close its end; logs 'eof' or 'no_eof'
+ *   ['close_unread', seconds]  wait until the client has sent something, then close without reading it (the
+ *                              client's read is reset, as when tetherd hands an idle connection over); logs 'reset'
  * The log file gets one line per event: base64(serialize([event, connection number, data])).
  */
 
@@ -82,6 +84,13 @@ foreach ($connections as $n => $steps) {
             case 'close':
                 fclose($c);
                 $log('closed', $n);
+                continue 3;
+            case 'close_unread':
+                $r = [$c];
+                $w = $e = null;
+                stream_select($r, $w, $e, (int) $step[1], (int) (fmod($step[1], 1) * 1e6));
+                fclose($c);
+                $log('reset', $n);
                 continue 3;
             case 'await_eof':
                 stream_set_timeout($c, (int) $step[1], (int) (fmod($step[1], 1) * 1e6));

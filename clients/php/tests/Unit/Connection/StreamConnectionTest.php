@@ -80,6 +80,45 @@ final class StreamConnectionTest extends FakeServerTestCase
         ));
     }
 
+    public function testRequestLeftUnreadIsSentAgainOnANewSocket(): void
+    {
+        // tetherd handing its clients over closes an idle connection at once; a request written at that moment is
+        // never read, and the reset says so: it is sent once more, to whoever serves the socket now.
+        $server = $this->serve([
+            [['recv'], ['reply', []], ['close_unread', 5]],
+            [['recv'], ['reply', ['affected' => 1]]],
+        ]);
+        $client = $this->client($server);
+        $client->ping();
+
+        $result = $client->execute('UPDATE accounts SET balance = balance - 10');
+
+        self::assertSame(1, $result->affectedRows);
+        self::assertTrue($server->waitFor('reset'), 'the server did not close with the request unread: ' . $server->stderr());
+        self::assertSame([['conn' => 1, 'op' => 'ping'], ['conn' => 2, 'op' => 'exec']], array_map(
+            static fn (array $r): array => ['conn' => $r['conn'], 'op' => $r['map']['op']],
+            $server->requests(),
+        ), 'the exec reached a server exactly once');
+    }
+
+    public function testRequestOfATransactionLeftUnreadIsNotSentAgain(): void
+    {
+        $server = $this->serve([
+            [['recv'], ['reply', ['tx' => 7]], ['close_unread', 5]],
+            [['recv'], ['reply', []]],
+        ]);
+        $client = $this->client($server);
+        $tx = $client->begin();
+        try {
+            $tx->execute('UPDATE accounts SET balance = balance - 10');
+            self::fail('no exception');
+        } catch (CommunicationException $e) {
+            self::assertNotInstanceOf(UnknownOutcomeException::class, $e);
+            self::assertStringContainsString('transaction 7 was lost', $e->getMessage());
+        }
+        self::assertSame(['begin'], array_column(self::maps($server), 'op'), 'nothing of the transaction was sent again');
+    }
+
     public function testReplyTimeoutIsUnknownOutcomeAndDropsSocket(): void
     {
         $server = $this->serve([[['recv'], ['await_eof', 5]]]);
