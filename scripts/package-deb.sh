@@ -60,7 +60,14 @@ if [ "$1" = configure ]; then
 	if [ -d /run/systemd/system ]; then
 		systemctl daemon-reload >/dev/null || true
 		systemctl enable tetherd.service >/dev/null || true
-		systemctl restart tetherd.service || true
+		# An upgrade of a running tetherd hands its sockets to the new binary without dropping a PHP request
+		# (docs/operations.md, "Upgrading tetherd"); a restart is the fallback, and the first start.
+		if systemctl is-active --quiet tetherd.service && \
+			/usr/bin/tether -config /etc/tether/tetherd.toml -timeout 90s upgrade >/dev/null 2>&1; then
+			:
+		else
+			systemctl restart tetherd.service || true
+		fi
 	fi
 fi
 POSTINST

@@ -16,7 +16,10 @@
 #  9. integrations the framework integrations' PHPUnit suites (clients/php-dbal, clients/php-laravel,
 #                  clients/php-wordpress) running Doctrine DBAL, Illuminate\Database and a real WordPress from
 #                  Debian's packages, each through a tetherd of its own (scripts/integration-test.sh)
-# 10. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default
+# 10. quickstart   clients/php/examples/quickstart.php against a tetherd on its embedded default; then the Debian
+#                  package (scripts/package-deb.sh), the status page in headless Chromium
+#                  (scripts/status-page-test.sh), and 100 reloads and 5 binary upgrades under PHP load without a
+#                  failed request (scripts/ops-test.sh)
 # 11. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
 # 12. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
 #                  expected and serves ab's load without a failed request (no timing asserted)
@@ -311,6 +314,12 @@ step "status page (headless Chromium)"
 bash scripts/status-page-test.sh >"$TEST_DIR/status-page.log" 2>&1 ||
 	{ tail_file "$TEST_DIR/status-page.log"; die "scripts/status-page-test.sh failed (log: $TEST_DIR/status-page.log)"; }
 tail -n 1 "$TEST_DIR/status-page.log" >&2
+
+# Reloads and binary upgrades under PHP load, on SQLite, MariaDB and PostgreSQL: not one PHP request may fail.
+step "reloads and upgrades under load"
+bash scripts/ops-test.sh >"$TEST_DIR/ops-test.log" 2>&1 ||
+	{ tail_file "$TEST_DIR/ops-test.log"; die "scripts/ops-test.sh failed (log: $TEST_DIR/ops-test.log)"; }
+tail -n 1 "$TEST_DIR/ops-test.log" >&2
 
 # --- 11 --------------------------------------------------------------------------------------------------------
 # The benchmark command must keep working; --quick asserts no timings (speed is measured by the full run, never by
