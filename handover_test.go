@@ -38,7 +38,9 @@ func TestServer_HandOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := tether.NewServer(cfg, map[string]tether.Backend{"main": b}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-		srv.ListenWith = func(string, string, func(string, string) (net.Listener, error)) (net.Listener, error) { return given, nil }
+		srv.ListenWith = func(string, string, func(string, string) (net.Listener, error)) (net.Listener, error) {
+			return given, nil
+		}
 		if err := srv.Open(context.Background()); err != nil {
 			t.Fatal(err)
 		}
