@@ -157,9 +157,11 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 	out, value, ticket := s.cache.Begin(&cr.read, cr)
 	switch out {
 	case resultcache.Hit:
-		s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, nil, cr.start)
+		took := s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, nil, cr.start)
 		id, columnar := cr.req.ID, cr.req.Columnar
-		s.replyNow(cr.ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id}, columnar, value) })
+		s.replyNow(cr.ss, func(b []byte) []byte {
+			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
+		})
 	case resultcache.Wait:
 		// Counted as in flight, like the read it waits on: the drain waits
 		// for it, and so does max_client_requests.
@@ -199,12 +201,14 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		return
 	}
 	id, columnar := cr.req.ID, cr.req.Columnar
-	s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
+	took := s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
 	if err != nil {
 		s.replyErrorNow(cr.ss, id, AsError(err))
 		return
 	}
-	s.replyNow(cr.ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id}, columnar, value) })
+	s.replyNow(cr.ss, func(b []byte) []byte {
+		return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
+	})
 }
 
 // completeCachedRead hands the outcome of a leading read to the cache (and so

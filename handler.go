@@ -443,10 +443,10 @@ func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Tim
 	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
-	s.observed(r.Op, t.name, r.SQL, err, start)
+	took := s.observed(r.Op, t.name, r.SQL, err, start)
 	s.noteWrite(t.name, r.Op, r.SQL)
 	s.logFailure(r, err)
-	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID}, r, res, err) })
+	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID, Took: took}, r, res, err) })
 }
 
 func (s *Server) logFailure(r *wire.Request, err error) {
@@ -461,11 +461,14 @@ func (s *Server) logFailure(r *wire.Request, err error) {
 }
 
 func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time.Time) {
+	start := time.Now()
 	// The begin stops counting as beginning before its reply goes out: the
 	// client may begin again as soon as it has it (max_client_txs).
 	fail := func(err error) {
 		ss.beginning.Add(-1)
-		s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: r.ID}, AsError(err)) })
+		s.reply(ss, func(buf []byte) []byte {
+			return appendErr(buf, wire.Head{ID: r.ID, Took: time.Since(start)}, AsError(err))
+		})
 	}
 	tr, ok := tg.b.(Transactor)
 	if !ok {
@@ -495,7 +498,7 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	s.txMu.Lock()
 	s.txs[t.id] = t
 	s.txMu.Unlock()
-	s.reply(ss, func(buf []byte) []byte { return wire.AppendTx(buf, wire.Head{ID: r.ID}, t.id) })
+	s.reply(ss, func(buf []byte) []byte { return wire.AppendTx(buf, wire.Head{ID: r.ID, Took: time.Since(start)}, t.id) })
 }
 
 // checkBatchOp validates one operation of a batch, as serveFrame does a
@@ -635,10 +638,10 @@ func (b *batch) done() {
 	defer s.release(b.gen)
 	defer s.unpend(b.ss)
 	b.cancel()
-	s.observed(wire.OpBatch, "", "", nil, b.start)
+	took := s.observed(wire.OpBatch, "", "", nil, b.start)
 	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)
-		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id}, len(b.out))
+		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id, Took: took}, len(b.out))
 		nested := wire.Head{Nested: true}
 		for i, o := range b.out {
 			op := &b.ops[i]
@@ -654,7 +657,7 @@ func (b *batch) done() {
 			}
 		}
 		if len(buf)-start > s.cfg.Server.MaxResultBytes {
-			buf = appendErr(buf[:start], wire.Head{ID: b.id}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
+			buf = appendErr(buf[:start], wire.Head{ID: b.id, Took: took}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
 		}
 		return buf
 	})

@@ -78,8 +78,9 @@ func (m *requestMetrics) addBackends(names []string) {
 
 // observed counts a request in the metrics, keeps it among the recent errors
 // or the slowest statements when it is one (the status page), and, past
-// log.slow_statement, logs it. Safe from any goroutine.
-func (s *Server) observed(op wire.Op, backend, sql string, err error, start time.Time) {
+// log.slow_statement, logs it. It returns the request's time, for its reply's
+// head. Safe from any goroutine.
+func (s *Server) observed(op wire.Op, backend, sql string, err error, start time.Time) time.Duration {
 	d := s.metrics.observe(op, backend, err, start)
 	if err != nil || d > time.Duration(s.recent.slowFloor.Load()) {
 		s.recent.note(op, backend, sql, err, start, d)
@@ -95,6 +96,7 @@ func (s *Server) observed(op wire.Op, backend, sql string, err error, start time
 		s.log.Warn("slow statement", "op", op.String(), "backend", backend, "took", d.Round(time.Microsecond),
 			"code", code, "sql", sql)
 	}
+	return d
 }
 
 // observe counts one request of op on backend ("" for none) that ended with

@@ -114,7 +114,10 @@ func (s *Server) callDone(q *loopsql.Request) {
 		}
 	}
 	s.logSQLFailure(c.op, c.be, q.Err)
-	s.observed(c.op, c.be, c.q.SQL, q.Err, c.start)
+	c.h.Took = s.observed(c.op, c.be, c.q.SQL, q.Err, c.start)
+	if c.enc != nil {
+		c.enc.SetTook(c.h.Took)
+	}
 	// The cache hears of a write before its client does (so that the client
 	// reads its own writes), and of a leading read's outcome.
 	switch {
@@ -223,7 +226,7 @@ func (s *Server) logSQLFailure(op wire.Op, backend string, err error) {
 // beginLoop begins a transaction on a loop backend: the connection it pins
 // is the only one its statements run on, until commit or rollback.
 func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
-	id := r.ID
+	id, start := r.ID, time.Now()
 	q := &loopsql.Request{Kind: loopsql.KindBegin, Client: ss.sqlClient(t.live), Deadline: s.deadline(r.TimeoutMS)}
 	g := s.admit()
 	ss.pending.Add(1)
@@ -237,7 +240,8 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		defer ss.beginning.Add(-1)
 		if q.Err != nil {
 			s.logSQLFailure(wire.OpBegin, t.name, q.Err)
-			s.replyErrorNow(ss, id, AsError(q.Err))
+			e := AsError(q.Err)
+			s.replyNow(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: id, Took: time.Since(start)}, e) })
 			return
 		}
 		tx := &txState{id: s.nextTx.Add(1), backend: t.name, live: t.live, owner: ss, ltx: q.NewTx, lb: lb}
@@ -255,7 +259,7 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		s.txMu.Lock()
 		s.txs[tx.id] = tx
 		s.txMu.Unlock()
-		s.replyNow(ss, func(b []byte) []byte { return wire.AppendTx(b, wire.Head{ID: id}, tx.id) })
+		s.replyNow(ss, func(b []byte) []byte { return wire.AppendTx(b, wire.Head{ID: id, Took: time.Since(start)}, tx.id) })
 	}
 	lb.Submit(q)
 }

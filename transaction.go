@@ -139,6 +139,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 		}
 		ctx, cancel := context.WithDeadline(ss.ctx, deadline)
 		defer cancel()
+		start := time.Now()
 		switch req.Op {
 		case wire.OpCommit, wire.OpRollback:
 			var err error
@@ -151,10 +152,11 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 			s.endTx(t, nil)
 			s.logFailure(&req, err)
 			s.reply(ss, func(buf []byte) []byte {
+				h := wire.Head{ID: req.ID, Took: time.Since(start)}
 				if err != nil {
-					return appendErr(buf, wire.Head{ID: req.ID}, AsError(err))
+					return appendErr(buf, h, AsError(err))
 				}
-				return wire.AppendOK(buf, wire.Head{ID: req.ID})
+				return wire.AppendOK(buf, h)
 			})
 		default:
 			res, err := s.execute(ctx, target{}, t.tx, &req)
@@ -163,7 +165,10 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 			}
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
-			s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: req.ID}, &req, res, err) })
+			took := time.Since(start)
+			s.reply(ss, func(buf []byte) []byte {
+				return s.appendOutcome(buf, wire.Head{ID: req.ID, Took: took}, &req, res, err)
+			})
 		}
 	})
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"math"
+	"time"
 
 	"github.com/tinylib/msgp/msgp"
 )
@@ -73,6 +74,9 @@ func (e *ResultEncoder) Reset(h Head, columnar bool, maxBytes int) {
 	e.rows = e.rows[:0]
 	e.ncols, e.nnames, e.nrows, e.cur, e.size = 0, 0, 0, 0, 0
 }
+
+// SetTook sets the server time the reply's head carries (Head.Took).
+func (e *ResultEncoder) SetTook(d time.Duration) { e.head.Took = d }
 
 // Columns announces the number of columns; Column follows n times.
 func (e *ResultEncoder) Columns(n int) {

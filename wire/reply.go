@@ -14,6 +14,11 @@ import (
 type Head struct {
 	ID     uint32
 	Nested bool
+	// Took, when positive, is the server's time for the request, sent as
+	// "us" (microseconds, rounded up) in a top-level reply, so that a client
+	// can tell its page's data time spent in tetherd and the backend from
+	// the time on the way.
+	Took time.Duration
 }
 
 func (h Head) open(b []byte, fields uint32) []byte {
@@ -26,6 +31,13 @@ func (h Head) open(b []byte, fields uint32) []byte {
 			return msgp.AppendBool(b, true)
 		}
 		return msgp.AppendMapHeader(b, fields)
+	}
+	if h.Took > 0 {
+		b = msgp.AppendMapHeader(b, fields+2)
+		b = msgp.AppendString(b, "id")
+		b = msgp.AppendUint32(b, h.ID)
+		b = msgp.AppendString(b, "us")
+		return msgp.AppendUint64(b, uint64((h.Took+time.Microsecond-1)/time.Microsecond))
 	}
 	b = msgp.AppendMapHeader(b, fields+1)
 	b = msgp.AppendString(b, "id")

@@ -117,6 +117,26 @@ final class Client
     }
 
     /**
+     * lastServerMicros returns tetherd's time for this process's last call, in microseconds: from when tetherd read
+     * the request to its reply, the backend's work included. The rest of the call's time is the way to tetherd and
+     * back. Null when the reply carried none (ping, or an error found in the request itself).
+     */
+    public function lastServerMicros(): ?int
+    {
+        return $this->connection->lastServerMicros();
+    }
+
+    /**
+     * serverMicrosTotal returns the sum of tetherd's times for this PHP request's calls so far, in microseconds (all
+     * Clients of the process on the same socket count together): an application profiler can show it as the page's
+     * data time in tetherd and the backends.
+     */
+    public function serverMicrosTotal(): int
+    {
+        return $this->connection->serverMicrosTotal();
+    }
+
+    /**
      * ping checks that tetherd answers; it does not touch any backend.
      *
      * @throws TetherException

@@ -69,6 +69,10 @@ class StreamConnection
     private array $stash = [];
     /** @var array<int, true> pending requests nobody will await: their replies are read and thrown away */
     private array $abandoned = [];
+    /** the server's time for the last reply handed to a caller, in microseconds (its `us`); null without one */
+    private ?int $lastServerMicros = null;
+    /** the sum of the `us` of the replies handed to callers since the PHP request began */
+    private int $serverMicrosTotal = 0;
     /** the I/O timeout set on the current stream, -1 when none is set yet */
     private float $appliedTimeout = -1.0;
     /** @var array<int, true> handles of the transactions open on the current socket */
@@ -195,6 +199,7 @@ class StreamConnection
         if (isset($this->stash[$id]) && $this->stash[$id][0] === $epoch) {
             $reply = $this->stash[$id][1];
             unset($this->stash[$id]);
+            $this->noteServerTime($reply);
         } else {
             if ($epoch !== $this->epoch || !isset($this->pending[$id])) {
                 throw new UnknownOutcomeException(\sprintf(
@@ -224,6 +229,36 @@ class StreamConnection
             unset($this->stash[$id]);
         } elseif ($epoch === $this->epoch && isset($this->pending[$id])) {
             $this->abandoned[$id] = true;
+        }
+    }
+
+    /**
+     * lastServerMicros returns tetherd's time for the last call's reply, in microseconds (the reply's `us`: from
+     * when tetherd read the request to its reply, backend included), or null when it carried none (ping, or an
+     * error found in the request itself).
+     */
+    public function lastServerMicros(): ?int
+    {
+        return $this->lastServerMicros;
+    }
+
+    /**
+     * serverMicrosTotal returns the sum of tetherd's times for the replies of this PHP request so far, in
+     * microseconds: what a profiler shows as the page's data time spent in tetherd and the backends (the rest of
+     * the calls' time is the way there and back).
+     */
+    public function serverMicrosTotal(): int
+    {
+        return $this->serverMicrosTotal;
+    }
+
+    /** @param array<mixed> $reply */
+    private function noteServerTime(array $reply): void
+    {
+        $us = $reply['us'] ?? null;
+        $this->lastServerMicros = \is_int($us) ? $us : null;
+        if (\is_int($us)) {
+            $this->serverMicrosTotal += $us;
         }
     }
 
@@ -274,6 +309,8 @@ class StreamConnection
      */
     public function release(): void
     {
+        $this->serverMicrosTotal = 0;
+        $this->lastServerMicros = null;
         if ($this->pending !== [] || $this->reading) {
             $this->drop();
 
@@ -504,6 +541,7 @@ class StreamConnection
                 $replyId = $reply['id'] ?? null;
                 if ($replyId === $id) {
                     unset($this->pending[$id]);
+                    $this->noteServerTime($reply);
 
                     return $reply;
                 }

@@ -22,6 +22,26 @@ final class ClientTest extends IntegrationTestCase
         self::assertLessThan(1e9, hrtime(true) - $start, 'a ping takes well under a second');
     }
 
+    public function testServerTimeOfEachCallIsReported(): void
+    {
+        $before = $this->client->serverMicrosTotal();
+        $start = hrtime(true);
+        // A statement that takes SQLite some milliseconds.
+        $this->client->query('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000) SELECT count(*) AS n FROM c', [], 'main');
+        $wallMicros = (hrtime(true) - $start) / 1000;
+        $server = $this->client->lastServerMicros();
+
+        self::assertIsInt($server);
+        self::assertGreaterThan(1000, $server, 'the statement took tetherd at least a millisecond');
+        self::assertLessThanOrEqual($wallMicros + 1, $server, "tetherd's time is part of the call's");
+        self::assertSame($before + $server, $this->client->serverMicrosTotal());
+
+        $this->client->ping();
+        self::assertNull($this->client->lastServerMicros(), 'a ping carries no server time');
+        $this->client->execute('CREATE TABLE IF NOT EXISTS server_time (i INT)', [], 'main');
+        self::assertGreaterThan(0, $this->client->lastServerMicros());
+    }
+
     /** @dataProvider backends */
     public function testExecuteInsertsAndQueryReturnsAssociativeRows(string $backend, string $type): void
     {
