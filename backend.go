@@ -157,4 +157,11 @@ type PoolStats struct {
 	// session state that cannot follow its client; each drops the
 	// connection's prepared statements.
 	Resets int64 `json:"resets"`
+	// Dials and DialErrors count the connections opened and the attempts
+	// that failed; Cancels the statements cancelled on the server (their
+	// deadline passed, their client went away). Backends that cannot tell
+	// leave them 0.
+	Dials      int64 `json:"dials"`
+	DialErrors int64 `json:"dial_errors"`
+	Cancels    int64 `json:"cancels"`
 }

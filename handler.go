@@ -48,7 +48,7 @@ func (s *Server) OnClose(c *evloop.Conn) {
 	}
 	ss.mu.Unlock()
 	for _, t := range open {
-		s.abortTx(t, "client disconnected")
+		s.abortTx(t, rollbackClientGone, "client disconnected")
 	}
 }
 
@@ -101,6 +101,7 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 		}
 		used += n
 		ss.lastActive = s.clock
+		ss.served++
 		if !s.serveFrame(ss, payload) {
 			c.Close()
 			return len(in)
@@ -489,6 +490,7 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	if ss.closed {
 		ss.mu.Unlock()
 		ss.beginning.Add(-1)
+		s.rollbacks[rollbackClientGone].Add(1)
 		s.rollbackDetached(t, "client disconnected")
 		return
 	}

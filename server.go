@@ -67,8 +67,9 @@ type Server struct {
 	draining     atomic.Bool
 	nextTx       atomic.Uint64
 
-	txMu sync.Mutex
-	txs  map[uint64]*txState // every open transaction, for the idle reaper
+	txMu      sync.Mutex
+	txs       map[uint64]*txState // every open transaction, for the idle reaper
+	rollbacks rollbacks           // transactions the server rolled back, by cause
 
 	reaperStop chan struct{}
 	reaperDone chan struct{}
@@ -317,7 +318,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.txMu.Unlock()
 	for _, t := range open {
-		s.abortTx(t, "server shutting down")
+		s.abortTx(t, rollbackShutdown, "server shutting down")
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	s.inflight.waitZero(rctx)

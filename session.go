@@ -29,6 +29,7 @@ type session struct {
 	partialSince int64        // when the partial frame it holds began; 0: none
 	partialHeld  int          // the bytes of that partial frame taken in so far (for the memory budget)
 	pending      atomic.Int32 // requests handed off and not yet answered
+	served       uint64       // frames read (tether clients)
 	beginning    atomic.Int32 // begins not yet answered (max_client_txs counts them)
 
 	// clients holds the session's pooled state (its session settings) on each

@@ -1,6 +1,8 @@
 package tether
 
 import (
+	"context"
+	"errors"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -24,6 +26,13 @@ type Snapshot struct {
 	InFlight     int64          `json:"in_flight"`
 	Transactions int            `json:"transactions"`
 	Pools        []PoolSnapshot `json:"pools"`
+	// Rollbacks counts the transactions tetherd rolled back on its own, by
+	// cause: client_gone, idle_timeout, shutdown.
+	Rollbacks map[string]uint64 `json:"rollbacks"`
+	// EventLoop is the event loop's busy time (serving, not waiting for
+	// events) and turns since tetherd started: busy seconds per second near
+	// 1 is a loop at saturation.
+	EventLoop EventLoopStats `json:"event_loop"`
 	// Cache is the result cache's counters; nil when it is off.
 	Cache *CacheSnapshot `json:"cache"`
 	// Requests: the operations served so far, by backend.
@@ -32,6 +41,12 @@ type Snapshot struct {
 	// Slowest the slowest requests since tetherd started, slowest first.
 	RecentErrors []Event `json:"recent_errors"`
 	Slowest      []Event `json:"slowest"`
+}
+
+// EventLoopStats is the event loop's work so far.
+type EventLoopStats struct {
+	BusySeconds float64 `json:"busy_seconds"`
+	Turns       int64   `json:"turns"`
 }
 
 // CacheSnapshot is the result cache's counters (they only grow) and size.
@@ -84,6 +99,11 @@ func (s *Server) Snapshot() Snapshot {
 		snap.Cache = c
 	}
 	snap.Ready = s.opened.Load() && !snap.Draining
+	snap.Rollbacks = s.rollbacks.snapshot()
+	if s.loop != nil {
+		busy, turns := s.loop.Busy()
+		snap.EventLoop = EventLoopStats{BusySeconds: busy.Seconds(), Turns: turns}
+	}
 	snap.Requests = s.metrics.snapshot()
 	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
 	for _, lb := range s.backends() {
@@ -96,6 +116,54 @@ func (s *Server) Snapshot() Snapshot {
 		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: lb.b.Stats(), Retiring: true})
 	}
 	return snap
+}
+
+// ClientSnapshot is one client connection, as `tether clients` lists it
+// (PgBouncer's SHOW CLIENTS).
+type ClientSnapshot struct {
+	// PID and UID of the process at the other end of a Unix socket (a
+	// php-fpm worker, say); Addr of a TCP client.
+	PID          int       `json:"pid,omitempty"`
+	UID          int       `json:"uid"`
+	Addr         string    `json:"addr,omitempty"`
+	TCP          bool      `json:"tcp"`
+	Connected    time.Time `json:"connected"`
+	LastActive   time.Time `json:"last_active"`
+	Requests     uint64    `json:"requests"`     // frames received
+	InFlight     int       `json:"in_flight"`    // requests not answered yet
+	Transactions int       `json:"transactions"` // open
+}
+
+// maxClientsListed bounds Clients' answer.
+const maxClientsListed = 10000
+
+// Clients lists the client connections (at most maxClientsListed, the
+// longest connected first), read on the event loop between two requests.
+// Safe from any goroutine.
+func (s *Server) Clients(ctx context.Context) ([]ClientSnapshot, error) {
+	out := make(chan []ClientSnapshot, 1)
+	s.loop.Post(func() {
+		list := make([]ClientSnapshot, 0, min(len(s.sessions), maxClientsListed))
+		for ss := range s.sessions {
+			pid, uid, addr := ss.conn.Peer()
+			list = append(list, ClientSnapshot{PID: pid, UID: uid, Addr: addr, TCP: ss.tcp,
+				Connected: time.Unix(0, ss.opened), LastActive: time.Unix(0, ss.lastActive), Requests: ss.served,
+				InFlight: int(ss.pending.Load()), Transactions: ss.openTxs()})
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Connected.Before(list[j].Connected) })
+		if len(list) > maxClientsListed {
+			list = list[:maxClientsListed]
+		}
+		out <- list
+	})
+	select {
+	case list := <-out:
+		return list, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.loop.Done():
+		return nil, errors.New("the event loop has stopped")
+	}
 }
 
 // buildVersion is set at link time by packages

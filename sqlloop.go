@@ -253,6 +253,7 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		}
 		ss.mu.Unlock()
 		if closed {
+			s.rollbacks[rollbackClientGone].Add(1)
 			lb.AbortTx(q.NewTx, "client disconnected")
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-php/tether/backend/loopsql"
@@ -208,9 +209,35 @@ func (s *Server) endTx(t *txState, why *Error) {
 	ss.mu.Unlock()
 }
 
+// rollbackCause is why the server rolled a transaction back on its own.
+type rollbackCause int
+
+const (
+	rollbackClientGone  rollbackCause = iota // its client disconnected
+	rollbackIdleTimeout                      // idle past tx_idle_timeout
+	rollbackShutdown                         // still open when the shutdown grace ran out
+	numRollbackCauses
+)
+
+var rollbackCauseNames = [numRollbackCauses]string{"client_gone", "idle_timeout", "shutdown"}
+
+// rollbacks counts the transactions the server rolled back, by cause.
+type rollbacks [numRollbackCauses]atomic.Uint64
+
+func (r *rollbacks) snapshot() map[string]uint64 {
+	out := make(map[string]uint64, numRollbackCauses)
+	for i := range r {
+		out[rollbackCauseNames[i]] = r[i].Load()
+	}
+	return out
+}
+
 // abortTx rolls t back on the server's initiative, after whatever is already
 // queued on it; the owner's later requests on it get tx_aborted.
-func (s *Server) abortTx(t *txState, why string) {
+func (s *Server) abortTx(t *txState, cause rollbackCause, why string) {
+	if t.endedErr() == nil {
+		s.rollbacks[cause].Add(1)
+	}
 	if t.ltx != nil {
 		if t.endedErr() != nil {
 			return
@@ -274,7 +301,7 @@ func (s *Server) reapIdleTransactions() {
 			}
 			s.txMu.Unlock()
 			for _, tx := range stale {
-				s.abortTx(tx, "idle longer than tx_idle_timeout ("+idle.String()+")")
+				s.abortTx(tx, rollbackIdleTimeout, "idle longer than tx_idle_timeout ("+idle.String()+")")
 			}
 		}
 	}

@@ -7,6 +7,7 @@
 //	GET /readyz       200 when every backend is open and tetherd is not draining, else 503
 //	GET /status       the status page: the same at a glance, for a browser
 //	GET /status.json  the server's Snapshot, for the tether CLI and scripts
+//	GET /clients.json the client connections (tether clients): peer pid/uid or address, requests, transactions
 //	POST /reload      reload the config file (tether reload); the report, or the error that left everything as it was
 //	POST /upgrade     start the tetherd binary anew and hand it the sockets (tether upgrade); answered once it serves
 //
@@ -35,6 +36,12 @@ import (
 // Source is what the admin API shows: a running tetherd.
 type Source interface {
 	Snapshot() tether.Snapshot
+}
+
+// ClientLister is a Source that can list its client connections; with one,
+// the admin API serves GET /clients.json (tether clients).
+type ClientLister interface {
+	Clients(ctx context.Context) ([]tether.ClientSnapshot, error)
 }
 
 // Reloader is a Source that can reload its config (tetherd's, from its
@@ -89,6 +96,19 @@ func Handler(src Source) http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(src.Snapshot())
 	})
+	if cl, ok := src.(ClientLister); ok {
+		mux.HandleFunc("GET /clients.json", func(w http.ResponseWriter, r *http.Request) {
+			list, err := cl.Clients(r.Context())
+			if err != nil {
+				http.Error(w, "clients: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			enc.Encode(list)
+		})
+	}
 	if rl, ok := src.(Reloader); ok {
 		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")

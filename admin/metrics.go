@@ -17,6 +17,8 @@ type collector struct {
 	cacheEvictions, cacheExpired, cacheRefused                  *prometheus.Desc
 	cacheInvalidations, cacheDropped, cacheBytes, cacheEntries  *prometheus.Desc
 	requests, duration                                          *prometheus.Desc
+	poolDials, poolDialErrors, poolCancels, poolsRetiring       *prometheus.Desc
+	rollbacks, loopBusy, loopTurns                              *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -48,6 +50,13 @@ func newCollector(src Source) *collector {
 		cacheEntries:       d("cache_entries", "Results in the cache."),
 		requests:           d("requests_total", "Requests answered, by operation, backend (empty for ping, batch and join) and result (ok or the error code).", "op", "backend", "code"),
 		duration:           d("request_duration_seconds", "Time from a request's arrival to its answer, by operation and backend.", "op", "backend"),
+		poolDials:          d("pool_dials_total", "Backend connections opened.", "backend"),
+		poolDialErrors:     d("pool_dial_errors_total", "Backend connections that could not be opened.", "backend"),
+		poolCancels:        d("pool_cancels_total", "Statements cancelled on the backend (their deadline passed, or their client went away).", "backend"),
+		poolsRetiring:      d("pools_retiring", "Pools a reload replaced or removed that still serve what began before it."),
+		rollbacks:          d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
+		loopBusy:           d("event_loop_busy_seconds_total", "Time the event loop spent serving events rather than waiting for them; its rate near 1 is a loop at saturation."),
+		loopTurns:          d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
 	}
 }
 
@@ -56,7 +65,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.started, c.ready, c.draining, c.clients, c.inFlight, c.txs,
 		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
 		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
-		c.cacheBytes, c.cacheEntries, c.requests, c.duration} {
+		c.cacheBytes, c.cacheEntries, c.requests, c.duration, c.poolDials, c.poolDialErrors, c.poolCancels,
+		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns} {
 		ch <- d
 	}
 }
@@ -79,7 +89,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.clients, float64(s.Clients))
 	gauge(c.inFlight, float64(s.InFlight))
 	gauge(c.txs, float64(s.Transactions))
+	retiring := 0
 	for _, p := range s.Pools {
+		if p.Retiring { // its successor has the backend's name and labels
+			retiring++
+			continue
+		}
+		counter(c.poolDials, float64(p.Stats.Dials), p.Backend)
+		counter(c.poolDialErrors, float64(p.Stats.DialErrors), p.Backend)
+		counter(c.poolCancels, float64(p.Stats.Cancels), p.Backend)
 		gauge(c.poolConns, float64(p.Stats.Open), p.Backend, p.Type, "open")
 		gauge(c.poolConns, float64(p.Stats.InUse), p.Backend, p.Type, "in_use")
 		gauge(c.poolConns, float64(p.Stats.Idle), p.Backend, p.Type, "idle")
@@ -89,6 +107,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.cacheByTable, b2f(p.CacheByTable), p.Backend)
 		}
 	}
+	gauge(c.poolsRetiring, float64(retiring))
+	for cause, n := range s.Rollbacks {
+		counter(c.rollbacks, float64(n), cause)
+	}
+	counter(c.loopBusy, s.EventLoop.BusySeconds)
+	counter(c.loopTurns, float64(s.EventLoop.Turns))
 	for _, r := range s.Requests {
 		for code, n := range r.Outcomes {
 			counter(c.requests, float64(n), r.Op, r.Backend, code)

@@ -128,6 +128,8 @@ type Pool struct {
 	stOpen, stInUse, stIdle atomic.Int64
 	stWaits                 atomic.Int64
 	stResets                atomic.Int64 // connections reset for session state a client left
+	stDials, stDialErrors   atomic.Int64 // connections dialed, and dials that failed
+	stCancels               atomic.Int64 // statements cancelled on the server (deadline, client gone)
 
 	janitorStop chan struct{}
 	janitorDone chan struct{}
@@ -300,7 +302,7 @@ func (p *Pool) closedErr() error {
 // Stats implements tether.Backend.
 func (p *Pool) Stats() tether.PoolStats {
 	return tether.PoolStats{Open: int(p.stOpen.Load()), InUse: int(p.stInUse.Load()), Idle: int(p.stIdle.Load()), Waiting: p.stWaits.Load(),
-		Resets: p.stResets.Load()}
+		Resets: p.stResets.Load(), Dials: p.stDials.Load(), DialErrors: p.stDialErrors.Load(), Cancels: p.stCancels.Load()}
 }
 
 func (p *Pool) updateStats() {
@@ -419,6 +421,7 @@ func (p *Pool) maybeDial() {
 func (p *Pool) dial() {
 	p.open++
 	p.dialing++
+	p.stDials.Add(1)
 	p.updateStats()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.cfg.ConnectTimeout))
@@ -431,6 +434,7 @@ func (p *Pool) dial() {
 func (p *Pool) dialed(s ServerConn, err error) {
 	p.dialing--
 	if err != nil {
+		p.stDialErrors.Add(1)
 		p.open--
 		p.updateStats()
 		p.lastDial = err
@@ -897,6 +901,7 @@ func (p *Pool) cancel(c *Conn) {
 		return
 	}
 	c.state = stateCancelling
+	p.stCancels.Add(1)
 	c.cancelAt = time.Now()
 	c.cancelGen++
 	c.kills = 0

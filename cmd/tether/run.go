@@ -39,7 +39,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|clients|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +87,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			m.printCache(snap)
 		}
 		return nil
+	case "clients":
+		if admin == "" {
+			return errors.New("no admin socket: set -admin, or admin.socket in tetherd's config")
+		}
+		return m.clients(ctx, admin, *asJSON)
 	case "reload":
 		if admin == "" {
 			return errors.New("no admin socket: set -admin, or admin.socket in tetherd's config")
@@ -283,10 +288,46 @@ func (m *Main) printPools(s tether.Snapshot) {
 		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
 			byTable = pick(p.CacheByTable, "yes", "no")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", p.Backend, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
+		name := p.Backend
+		if p.Retiring {
+			name += " (retiring)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
 			p.Stats.Waiting, p.Stats.Resets, byTable)
 	}
 	tw.Flush()
+}
+
+// clients prints tetherd's client connections.
+func (m *Main) clients(ctx context.Context, socket string, asJSON bool) error {
+	code, b, err := adminGet(ctx, socket, "/clients.json")
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("/clients.json: HTTP %d: %s", code, strings.TrimSpace(string(b)))
+	}
+	if asJSON {
+		_, err := m.Stdout.Write(b)
+		return err
+	}
+	var list []tether.ClientSnapshot
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("/clients.json: %w", err)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PEER\tCONNECTED\tIDLE\tREQUESTS\tIN FLIGHT\tTX\t")
+	now := time.Now()
+	for _, c := range list {
+		peer := c.Addr
+		if !c.TCP {
+			peer = fmt.Sprintf("pid %d (uid %d)", c.PID, c.UID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", peer, now.Sub(c.Connected).Round(time.Second),
+			now.Sub(c.LastActive).Round(time.Second), c.Requests, c.InFlight, c.Transactions)
+	}
+	fmt.Fprintf(tw, "%d clients\n", len(list))
+	return tw.Flush()
 }
 
 func (m *Main) printCache(s tether.Snapshot) {

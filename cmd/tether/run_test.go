@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +110,22 @@ func TestCLI(t *testing.T) {
 	out, err = run(t, append(flags, "ping")...)
 	if err != nil || !strings.Contains(out, "pong from") || !strings.Contains(out, "ready") {
 		t.Errorf("ping: %v\n%s", err, out)
+	}
+
+	// clients: a PHP-like client that holds its socket, seen by its pid.
+	held, err := net.Dial("unix", php)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	out, err = run(t, append(flags, "-json", "clients")...)
+	var list []tether.ClientSnapshot
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].PID != os.Getpid() || list[0].TCP {
+		t.Errorf("clients -json: want this process's one held connection: %v\n%s", err, out)
+	}
+	out, err = run(t, append(flags, "clients")...)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(out, "1 clients") {
+		t.Errorf("clients: %v\n%s", err, out)
 	}
 
 	// A tetherd that is not there: a clear error.

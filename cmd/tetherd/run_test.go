@@ -272,7 +272,8 @@ func TestMain_Admin(t *testing.T) {
 	_, metrics := get("/metrics")
 	for _, want := range []string{`tether_pool_connections{backend="main",state="open",type="sqlite"} `, "tether_build_info{version=",
 		"tether_ready 1", "tether_clients ", "tether_cache_hits_total 0", `tether_cache_invalidations_total{cause="change_stream"} 0`,
-		"go_goroutines ", "process_resident_memory_bytes "} {
+		"go_goroutines ", "process_resident_memory_bytes ", "tether_event_loop_busy_seconds_total ", "tether_event_loop_turns_total ",
+		`tether_transaction_rollbacks_total{cause="idle_timeout"} 0`, `tether_pool_dials_total{backend="main"} `, "tether_pools_retiring 0"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics has no %q", want)
 		}

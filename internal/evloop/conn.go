@@ -3,6 +3,7 @@
 package evloop
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -208,6 +209,27 @@ func (c *Conn) Buffered() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return cap(c.in) + len(c.out)
+}
+
+// Peer describes the other end: for a Unix socket the process's pid and uid
+// (SO_PEERCRED), for TCP its address. Loop goroutine only (the descriptor is
+// the loop's); it costs a system call, for operators' listings.
+func (c *Conn) Peer() (pid, uid int, addr string) {
+	if c.closed {
+		return 0, 0, ""
+	}
+	if cred, err := unix.GetsockoptUcred(c.fd, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
+		return int(cred.Pid), int(cred.Uid), ""
+	}
+	if sa, err := unix.Getpeername(c.fd); err == nil {
+		switch a := sa.(type) {
+		case *unix.SockaddrInet4:
+			return 0, 0, netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)).String()
+		case *unix.SockaddrInet6:
+			return 0, 0, netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)).String()
+		}
+	}
+	return 0, 0, ""
 }
 
 // Unsent returns the bytes of replies queued and not yet written to the

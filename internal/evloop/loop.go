@@ -106,6 +106,11 @@ type Loop struct {
 	// TakeDropped: garbage the runtime may not collect (and so RSS that
 	// stays) until something allocates again.
 	dropped atomic.Int64
+	// busy counts the nanoseconds the loop spent serving events (not parked
+	// waiting for them), turns its turns: an operator's measure of how near
+	// the one loop goroutine is to saturation.
+	busy  atomic.Int64
+	turns atomic.Int64
 
 	mu       sync.Mutex
 	stopping bool
@@ -340,6 +345,7 @@ func (l *Loop) Run() error {
 		if errno != 0 && errno != unix.EINTR {
 			return fmt.Errorf("epoll_wait: %w", errno)
 		}
+		turnStart := time.Now()
 		for i := 0; i < n; i++ {
 			ev := &events[i]
 			fd := int(ev.Fd)
@@ -376,7 +382,15 @@ func (l *Loop) Run() error {
 		}
 		l.flush()
 		l.releaseAborted()
+		l.busy.Add(int64(time.Since(turnStart)))
+		l.turns.Add(1)
 	}
+}
+
+// Busy returns the time the loop has spent serving events since it started,
+// and how many turns it took. Safe from any goroutine.
+func (l *Loop) Busy() (time.Duration, int64) {
+	return time.Duration(l.busy.Load()), l.turns.Load()
 }
 
 // CloseAbort closes c at once, discarding whatever its peer sent that was not
