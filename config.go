@@ -66,11 +66,18 @@ type CacheConfig struct {
 
 // ServerConfig is the client-facing side of tetherd.
 type ServerConfig struct {
-	Socket         string   `toml:"socket"`          // Unix socket path
-	SocketMode     string   `toml:"socket_mode"`     // octal file mode, e.g. "0660"
-	SocketGroup    string   `toml:"socket_group"`    // group name; empty keeps the process group
-	TCPListen      string   `toml:"tcp_listen"`      // optional, loopback only; empty disables TCP
-	TCPToken       string   `toml:"tcp_token"`       // shared secret every TCP client sends in its first frame
+	Socket      string `toml:"socket"`       // Unix socket path
+	SocketMode  string `toml:"socket_mode"`  // octal file mode, e.g. "0660"
+	SocketGroup string `toml:"socket_group"` // group name; empty keeps the process group
+	TCPListen   string `toml:"tcp_listen"`   // optional; loopback only unless TLS is on; empty disables TCP
+	TCPToken    string `toml:"tcp_token"`    // shared secret every TCP client sends in its first frame
+	// TLS on the TCP listener (PEM files): with a certificate and key, the
+	// listener speaks TLS and may listen beyond loopback (PHP on another
+	// host of the pod or VM); with a client CA too, clients must present a
+	// certificate it signed. The token is still required.
+	TLSCert        string   `toml:"tls_cert"`
+	TLSKey         string   `toml:"tls_key"`
+	TLSClientCA    string   `toml:"tls_client_ca"`
 	MaxFrameBytes  int      `toml:"max_frame_bytes"` // largest request frame accepted
 	MaxResultBytes int      `toml:"max_result_bytes"`
 	DefaultTimeout Duration `toml:"default_timeout"` // deadline of a request that names none
@@ -282,8 +289,22 @@ func (c *Config) Validate() error {
 		if s.TCPToken == "" {
 			bad("server.tcp_token", `""`, "required when server.tcp_listen is set")
 		}
-		if !isLoopbackAddr(s.TCPListen) {
-			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address")
+		if !isLoopbackAddr(s.TCPListen) && s.TLSCert == "" {
+			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address (set server.tls_cert and tls_key for TLS)")
+		}
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		bad("server.tls_key", s.TLSKey, "server.tls_cert and server.tls_key go together")
+	}
+	if s.TLSCert != "" && s.TCPListen == "" {
+		bad("server.tls_cert", s.TLSCert, "TLS is for the TCP listener: set server.tcp_listen")
+	}
+	if s.TLSClientCA != "" && s.TLSCert == "" {
+		bad("server.tls_client_ca", s.TLSClientCA, "needs server.tls_cert and tls_key")
+	}
+	if s.TLSCert != "" {
+		if _, err := LoadServerTLS(s); err != nil {
+			bad("server.tls_cert", s.TLSCert, "%v", err)
 		}
 	}
 	if p := c.Admin.SocketPath(s); p != "" && p == s.Socket {

@@ -41,6 +41,9 @@ func (s *Server) HandOver(ctx context.Context) error {
 		ln.SetUnlinkOnClose(false) // the path is the new process's now
 	}
 	s.loop.StopAccepting()
+	if s.tls != nil {
+		s.tls.stopAccepting()
+	}
 	s.handingOver.Store(true)
 	s.log.Info("handing clients over to the new process", "clients", s.clients.Load(), "open_transactions", s.openTxs())
 	t := time.NewTicker(handoverSweep)

@@ -74,7 +74,8 @@ type Server struct {
 	reaperStop chan struct{}
 	reaperDone chan struct{}
 
-	tcpAddr string // the TCP listener's address, once listening
+	tcpAddr string    // the TCP listener's address, once listening
+	tls     *tlsFront // the TCP listener when it speaks TLS (tls.go)
 
 	// ListenWith, when set before Open, makes the listeners (handover.go).
 	ListenWith    ListenFunc
@@ -227,12 +228,23 @@ func (s *Server) listen() error {
 		s.log.Info("listening", "socket", sc.AbsSocket())
 	}
 	if sc.TCPListen != "" {
-		if !isLoopbackAddr(sc.TCPListen) {
+		if !isLoopbackAddr(sc.TCPListen) && sc.TLSCert == "" {
 			return fmt.Errorf("listen tcp %s: plaintext TCP is only allowed on loopback", sc.TCPListen)
 		}
 		ln, err := listenWith("tcp", sc.TCPListen, net.Listen)
 		if err != nil {
 			return fmt.Errorf("listen tcp %s: %w", sc.TCPListen, err)
+		}
+		if sc.TLSCert != "" {
+			cfg, err := LoadServerTLS(sc)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("listen tcp %s: tls: %w", sc.TCPListen, err)
+			}
+			s.tls = newTLSFront(s, ln, cfg)
+			s.tcpAddr = ln.Addr().String()
+			s.log.Info("listening", "tcp", s.tcpAddr, "tls", true, "client_certificates", sc.TLSClientCA != "")
+			return nil
 		}
 		if err := s.loop.AddListener(ln); err != nil {
 			ln.Close()
@@ -301,6 +313,9 @@ func (s *Server) Serve() error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.loop.StopAccepting()
+	if s.tls != nil {
+		s.tls.stopAccepting()
+	}
 	s.log.Info("draining", "grace", time.Until(deadlineOr(ctx, time.Now())).Round(time.Millisecond),
 		"in_flight", s.inflight.n.Load(), "open_transactions", s.openTxs())
 
@@ -354,6 +369,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := closeBackends(cctx, all)
+	if s.tls != nil {
+		s.tls.Close()
+	}
 	s.stopLoop()
 	return err
 }

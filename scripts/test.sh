@@ -180,6 +180,12 @@ UPSTREAM_ADDR=$(cat "$TEST_DIR/upstream.addr")
 log "testupstream: http://$UPSTREAM_ADDR (pid $UPSTREAM_PID)"
 SOCK=$TEST_DIR/tether.sock
 CONFIG=$TEST_DIR/tetherd.toml
+# TLS on the TCP listener, with client certificates: a throwaway CA and its certificates (internal/testcert).
+TLS_DIR=$TEST_DIR/tls
+mkdir -p "$TLS_DIR"
+go run ./internal/testcert/gencert "$TLS_DIR" 127.0.0.1 || die "could not make the test certificates"
+TLS_PORT=$(free_port 19433)
+TLS_TOKEN=tls-test-token
 # Absolute paths, so the config means the same whatever tetherd's working directory.
 cat >"$CONFIG" <<TOML
 # Written by scripts/test.sh for the PHP integration tests; rewritten on every run.
@@ -190,6 +196,11 @@ default_timeout = "30s"
 tx_idle_timeout = "60s"
 shutdown_grace = "10s"
 default_backend = "main"
+tcp_listen = "127.0.0.1:$TLS_PORT"
+tcp_token = "$TLS_TOKEN"
+tls_cert = "$TLS_DIR/server.pem"
+tls_key = "$TLS_DIR/server-key.pem"
+tls_client_ca = "$TLS_DIR/ca.pem"
 
 [log]
 level = "debug"
@@ -242,6 +253,7 @@ TETHER_SOCKET=$SOCK \
 	TETHER_TEST_BACKENDS=main,maria,pg,cass,bt \
 	TETHER_TEST_BACKEND_TYPES=main=sqlite,maria=mysql,pg=postgres,cass=cassandra,bt=bigtable \
 	TETHER_TEST_HTTP_UPSTREAM=api TETHER_TEST_HTTP_DOWN=downapi \
+	TETHER_TEST_TLS_ADDR=127.0.0.1:$TLS_PORT TETHER_TEST_TLS_TOKEN=$TLS_TOKEN TETHER_TEST_TLS_DIR=$TLS_DIR \
 	phpunit -c clients/php/phpunit.xml.dist --do-not-cache-result --log-junit "$junit" \
 	--fail-on-skipped --fail-on-incomplete --fail-on-risky 2>&1 | tee "$phpunit_log" || phpunit_rc=$?
 # The flags above already make PHPUnit exit non-zero on these; the output is checked as well, so that a test that

@@ -14,6 +14,7 @@ import (
 type Conn struct {
 	fd      int
 	loop    *Loop
+	peer    string // the client's address, when the connection came from AddConn
 	in      []byte // unconsumed input; loop goroutine only
 	closing atomic.Bool
 	paused  atomic.Bool // reads stopped (PauseReading); set on the loop goroutine
@@ -217,6 +218,9 @@ func (c *Conn) Buffered() int {
 func (c *Conn) Peer() (pid, uid int, addr string) {
 	if c.closed {
 		return 0, 0, ""
+	}
+	if c.peer != "" {
+		return 0, 0, c.peer
 	}
 	if cred, err := unix.GetsockoptUcred(c.fd, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
 		return int(cred.Pid), int(cred.Uid), ""

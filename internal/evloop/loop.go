@@ -243,17 +243,22 @@ func (l *Loop) Stop() {
 // Post runs fn on the loop goroutine, after the functions posted before it.
 // Safe from any goroutine; it never blocks. Functions posted after Stop may
 // not run; once Run has returned, none does.
-func (l *Loop) Post(fn func()) {
+func (l *Loop) Post(fn func()) { l.tryPost(fn) }
+
+// tryPost is Post that reports whether fn was queued (false: the loop is
+// gone).
+func (l *Loop) tryPost(fn func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return
+		return false
 	}
 	l.posted = append(l.posted, fn)
 	if !l.wakeArmed {
 		l.wakeArmed = true
 		l.wakeLocked()
 	}
+	return true
 }
 
 // wakeLocked makes epoll_wait return, unless the loop is gone. l.mu held:
@@ -470,6 +475,31 @@ func (l *Loop) accept(ln *listener) {
 		}
 		l.conns[nfd] = c
 		l.handler.OnOpen(c, ln.tcp)
+	}
+}
+
+// AddConn makes fd, a connected stream socket the caller hands over, one of
+// the loop's client connections, as if accepted from a listener: the
+// handler's OnOpen gets it with tcp (a TLS front hands the plaintext end of
+// a socket pair so, with its client's address as peer). Safe from any
+// goroutine; the loop owns fd from then on (it closes it if the loop has
+// stopped).
+func (l *Loop) AddConn(fd int, tcp bool, peer string) {
+	ok := l.tryPost(func() {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+			return
+		}
+		c := &Conn{fd: fd, loop: l, peer: peer}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+			unix.Close(fd)
+			return
+		}
+		l.conns[fd] = c
+		l.handler.OnOpen(c, tcp)
+	})
+	if !ok {
+		unix.Close(fd)
 	}
 }
 

@@ -34,7 +34,7 @@ use Tether\Server\ServerException;
  */
 final class Client
 {
-    private const OPTIONS = ['socket', 'tcp', 'token', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format'];
+    private const OPTIONS = ['socket', 'tcp', 'token', 'tls', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format'];
 
     private StreamConnection $connection;
     private ?string $backend;
@@ -49,6 +49,10 @@ final class Client
      *     working directory; use an absolute path under a web server)
      *   - tcp: "host:port" to use TCP instead of the Unix socket; requires token
      *   - token: the shared secret sent in `hello` on each new TCP connection
+     *   - tls: with tcp, speak TLS to a tetherd whose TCP listener has server.tls_cert; the array holds PHP's ssl
+     *     context options, e.g. ['cafile' => '/etc/tether/ca.pem', 'local_cert' => '/etc/tether/php.pem',
+     *     'local_pk' => '/etc/tether/php-key.pem'] (client certificates when tetherd asks for them). Peers are
+     *     verified as PHP does by default.
      *   - persistent: keep the socket across PHP requests of this worker (default true)
      *   - timeout: socket connect and I/O timeout in seconds (default 30); a call with a longer timeoutMs waits
      *     timeoutMs + 1 s instead
@@ -79,6 +83,15 @@ final class Client
                 throw new LogicException(\sprintf('option token is required with tcp (%s)', $tcp));
             }
             $address = 'tcp://' . $tcp;
+            $tls = $options['tls'] ?? null;
+            if ($tls !== null) {
+                if (!\is_array($tls)) {
+                    throw new LogicException(\sprintf('option tls: want an array of ssl context options, got %s', \var_export($tls, true)));
+                }
+                $address = 'tls://' . $tcp;
+            }
+        } elseif (isset($options['tls'])) {
+            throw new LogicException('option tls needs option tcp: TLS is for tetherd\'s TCP listener');
         } else {
             $socket = $options['socket'] ?? (\getenv('TETHER_SOCKET') ?: './var/tether.sock');
             if (!\is_string($socket) || $socket === '') {
@@ -109,7 +122,8 @@ final class Client
             throw new LogicException(\sprintf("option time_format: want 'iso' or 'sql', got %s", \var_export($timeFormat, true)));
         }
 
-        $this->connection = $persistent ? StreamConnection::shared($address, $token) : new StreamConnection($address, false, $token);
+        $tls = $options['tls'] ?? null;
+        $this->connection = $persistent ? StreamConnection::shared($address, $token, $tls) : new StreamConnection($address, false, $token, $tls);
         $this->backend = $backend;
         $this->timeout = (float) $timeout;
         $this->maxFrameBytes = $maxFrameBytes;

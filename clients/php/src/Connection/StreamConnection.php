@@ -85,15 +85,17 @@ class StreamConnection
     private readonly \MessagePack $packer;
 
     /**
-     * @param string $address "unix:///path/to/tether.sock" or "tcp://host:port"
+     * @param string $address "unix:///path/to/tether.sock", "tcp://host:port" or "tls://host:port"
      * @param string|null $token the shared secret sent in `hello` on a fresh TCP socket; ignored on Unix sockets
+     * @param array<string, mixed>|null $tls PHP ssl context options, for a tls:// address
      */
     public function __construct(
         private readonly string $address,
         private readonly bool $persistent = true,
         private readonly ?string $token = null,
+        private readonly ?array $tls = null,
     ) {
-        $this->tcp = \strncmp($address, 'tcp://', 6) === 0;
+        $this->tcp = \strncmp($address, 'tcp://', 6) === 0 || \strncmp($address, 'tls://', 6) === 0;
         $this->packer = new \MessagePack(false);
     }
 
@@ -103,7 +105,8 @@ class StreamConnection
      *
      * @throws LogicException when the address is already in use with another token
      */
-    public static function shared(string $address, ?string $token = null): self
+    /** @param array<string, mixed>|null $tls */
+    public static function shared(string $address, ?string $token = null, ?array $tls = null): self
     {
         $connection = self::$shared[$address] ?? null;
         if ($connection === null) {
@@ -111,7 +114,7 @@ class StreamConnection
                 \register_shutdown_function([self::class, 'endRequest']);
             }
 
-            return self::$shared[$address] = new self($address, true, $token);
+            return self::$shared[$address] = new self($address, true, $token, $tls);
         }
         if ($connection->token !== $token) {
             throw new LogicException(\sprintf('persistent connection to %s is already in use with another token', $address));
@@ -362,7 +365,9 @@ class StreamConnection
     protected function connect(float $timeout)
     {
         $flags = $this->persistent ? \STREAM_CLIENT_CONNECT | \STREAM_CLIENT_PERSISTENT : \STREAM_CLIENT_CONNECT;
-        $stream = @\stream_socket_client($this->address, $errno, $error, $timeout, $flags);
+        $stream = $this->tls === null
+            ? @\stream_socket_client($this->address, $errno, $error, $timeout, $flags)
+            : @\stream_socket_client($this->address, $errno, $error, $timeout, $flags, \stream_context_create(['ssl' => $this->tls]));
         if ($stream === false) {
             throw new CommunicationException(\sprintf(
                 'connect to tetherd at %s: %s (errno %d); the request was not sent',
@@ -496,7 +501,8 @@ class StreamConnection
             while (true) {
                 // Usually one poll and one recv: this fread fills PHP's stream buffer (8 KiB) with the whole reply,
                 // and the payload is then copied out of that buffer without a syscall.
-                $head = \fread($stream, 4);
+                // Silenced: a TLS stream reports a failed read as a warning too (the exception below says it).
+                $head = @\fread($stream, 4);
                 if ($head === false && !$this->tcp && !(\stream_get_meta_data($stream)['timed_out'] ?? false)) {
                     // A reset before any byte of a frame: tetherd closed the socket with our request unread.
                     $this->drop();
@@ -507,7 +513,7 @@ class StreamConnection
                     ));
                 }
                 if ($head === false || \strlen($head) !== 4) {
-                    $head = (string) $head . \stream_get_contents($stream, 4 - \strlen((string) $head));
+                    $head = (string) $head . @\stream_get_contents($stream, 4 - \strlen((string) $head));
                     if (\strlen($head) !== 4) {
                         throw $this->readFailure();
                     }
@@ -525,10 +531,10 @@ class StreamConnection
                 // timeout; for a large frame PHP's read size is raised from 8 KiB so that a few large recvs fetch it.
                 if ($length > self::LARGE_READ_BYTES) {
                     $previous = \stream_set_chunk_size($stream, self::LARGE_READ_BYTES);
-                    $payload = \stream_get_contents($stream, $length);
+                    $payload = @\stream_get_contents($stream, $length);
                     \stream_set_chunk_size($stream, $previous);
                 } else {
-                    $payload = \stream_get_contents($stream, $length);
+                    $payload = @\stream_get_contents($stream, $length);
                 }
                 if ($payload === false || \strlen($payload) !== $length) {
                     throw $this->readFailure();
