@@ -301,7 +301,9 @@ func (c *control) Upgrade(ctx context.Context) (admin.UpgradeReport, error) {
 
 func (c *control) Snapshot() tether.Snapshot { return c.srv.Snapshot() }
 
-func (c *control) Clients(ctx context.Context) ([]tether.ClientSnapshot, error) { return c.srv.Clients(ctx) }
+func (c *control) Clients(ctx context.Context) ([]tether.ClientSnapshot, error) {
+	return c.srv.Clients(ctx)
+}
 
 // reloadOpenTimeout bounds how long a reload waits for its new backends to
 // open (the admin API's replies are cut at 30 s).
