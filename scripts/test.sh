@@ -327,6 +327,11 @@ bash scripts/status-page-test.sh >"$TEST_DIR/status-page.log" 2>&1 ||
 	{ tail_file "$TEST_DIR/status-page.log"; die "scripts/status-page-test.sh failed (log: $TEST_DIR/status-page.log)"; }
 tail -n 1 "$TEST_DIR/status-page.log" >&2
 
+# The local development example (tetherd + PHP's built-in web server, no containers) serves its page.
+step "local example"
+bash examples/local/run.sh --check >"$TEST_DIR/local-example.log" 2>&1 ||
+	{ tail_file "$TEST_DIR/local-example.log"; die "examples/local/run.sh --check failed (log: $TEST_DIR/local-example.log)"; }
+
 # Reloads and binary upgrades under PHP load, on SQLite, MariaDB and PostgreSQL: not one PHP request may fail.
 step "reloads and upgrades under load"
 bash scripts/ops-test.sh >"$TEST_DIR/ops-test.log" 2>&1 ||
