@@ -82,6 +82,7 @@ func (m *requestMetrics) addBackends(names []string) {
 // head. Safe from any goroutine.
 func (s *Server) observed(op wire.Op, backend, sql string, err error, start time.Time) time.Duration {
 	d := s.metrics.observe(op, backend, err, start)
+	s.frequent.note(backend, sql, err, d)
 	if err != nil || d > time.Duration(s.recent.slowFloor.Load()) {
 		s.recent.note(op, backend, sql, err, start, d)
 	}

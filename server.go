@@ -93,6 +93,8 @@ type Server struct {
 	metrics *requestMetrics // requests by operation, backend and outcome (metrics.go)
 	bodyBuf []byte          // scratch of resultBody (cache.go); loop goroutine only
 	recent  recent          // the last errors and the slowest statements (metrics.go)
+	// frequent: the most frequent statements, sampled (statements.go)
+	frequent frequent
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.

@@ -41,6 +41,8 @@ type Snapshot struct {
 	// Slowest the slowest requests since tetherd started, slowest first.
 	RecentErrors []Event `json:"recent_errors"`
 	Slowest      []Event `json:"slowest"`
+	// Frequent: the 20 most frequent statements, estimated from a sample.
+	Frequent []StatementStats `json:"frequent"`
 }
 
 // EventLoopStats is the event loop's work so far.
@@ -106,6 +108,7 @@ func (s *Server) Snapshot() Snapshot {
 	}
 	snap.Requests = s.metrics.snapshot()
 	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
+	snap.Frequent = s.frequent.top(maxRecent)
 	for _, lb := range s.backends() {
 		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: lb.b.Stats(),
 			CacheByTable: s.CacheByTable(lb.name)})

@@ -71,6 +71,7 @@ func ms(d time.Duration) string {
 
 var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ms":   ms,
+	"secs": func(s float64) string { return ms(time.Duration(s * 1e9)) },
 	"when": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -92,6 +93,7 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <tr><th>clients</th><td class="n" id="clients">{{.Clients}}</td></tr>
 <tr><th>requests in flight</th><td class="n">{{.InFlight}}</td></tr>
 <tr><th>transactions open</th><td class="n">{{.Transactions}}</td></tr>
+<tr><th>event loop busy</th><td class="n">{{printf "%.3f" .EventLoop.BusySeconds}} s in {{.EventLoop.Turns}} turns</td></tr>
 </table></div>
 <div><h2>Result cache</h2>{{with .Cache}}<table>
 <tr><th>hit rate</th><td class="n" id="hit-rate">{{$.HitRate}}</td></tr>
@@ -107,6 +109,9 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <h2>Most frequent operations</h2>{{if .Requests}}<table id="requests"><tr><th>operation</th><th>backend</th><th>requests</th><th>errors</th><th>mean</th></tr>
 {{range .Requests}}<tr><td>{{.Op}}</td><td>{{.Backend}}</td><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{.MeanMS}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none yet</p>{{end}}
+<h2>Most frequent statements</h2>{{if .Frequent}}<table id="frequent"><tr><th>runs (est.)</th><th>errors (est.)</th><th>mean</th><th>backend</th><th>SQL</th></tr>
+{{range .Frequent}}<tr><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{secs .MeanSeconds}}</td><td>{{.Backend}}</td><td><code>{{.SQL}}</code></td></tr>
+{{end}}</table><p class="muted">Estimated from one statement in 16.</p>{{else}}<p class="muted">none yet</p>{{end}}
 <h2>Slowest statements</h2>{{if .Slowest}}<table id="slowest"><tr><th>took</th><th>when</th><th>operation</th><th>backend</th><th>result</th><th>SQL</th></tr>
 {{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td></tr>
 {{end}}</table>{{else}}<p class="muted">none yet</p>{{end}}
