@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,6 +68,10 @@ type ReloadError struct {
 	Error string `json:"error"`
 }
 
+// endpoints are the admin API's routes, for the errors that list them.
+var endpoints = []string{"GET /metrics", "GET /healthz", "GET /readyz", "GET /status", "GET /status.json",
+	"GET /clients.json", "POST /reload", "POST /upgrade"}
+
 // Handler returns the admin API's routes for src.
 func Handler(src Source) http.Handler {
 	reg := prometheus.NewRegistry()
@@ -87,6 +92,21 @@ func Handler(src Source) http.Handler {
 		default:
 			fmt.Fprintln(w, "ready")
 		}
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// Anything no route takes: say what there is.
+		for _, ep := range endpoints {
+			if method, path, _ := strings.Cut(ep, " "); path == r.URL.Path {
+				if method == r.Method { // a route this source does not offer
+					http.Error(w, fmt.Sprintf("%s is not served by this tetherd", ep), http.StatusNotFound)
+					return
+				}
+				w.Header().Set("Allow", method)
+				http.Error(w, fmt.Sprintf("%s %s: method not allowed; use %s", r.Method, r.URL.Path, ep), http.StatusMethodNotAllowed)
+				return
+			}
+		}
+		http.Error(w, fmt.Sprintf("no admin endpoint %s %s; there are: %s", r.Method, r.URL.Path, strings.Join(endpoints, ", ")), http.StatusNotFound)
 	})
 	mux.Handle("GET /status", &statusPage{src: src})
 	mux.Handle("GET /{$}", http.RedirectHandler("/status", http.StatusFound))

@@ -109,3 +109,26 @@ func TestStatusPage(t *testing.T) {
 		t.Errorf("/: %d, want a redirect to /status", code)
 	}
 }
+
+// TestUnknownRequests: a path or a method the admin API does not serve gets a
+// clear answer that says what there is.
+func TestUnknownRequests(t *testing.T) {
+	h := Handler(&fakeSource{})
+	for _, c := range []struct {
+		method, path string
+		code         int
+		want         string
+	}{
+		{"GET", "/nosuch", 404, "no admin endpoint GET /nosuch; there are: GET /metrics"},
+		{"DELETE", "/metrics", 405, "DELETE /metrics: method not allowed; use GET /metrics"},
+		{"GET", "/reload", 405, "GET /reload: method not allowed; use POST /reload"},
+		{"POST", "/reload", 404, "POST /reload is not served by this tetherd"}, // a source that cannot reload
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		body, _ := io.ReadAll(rec.Result().Body)
+		if rec.Code != c.code || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s %s: %d %q, want %d with %q", c.method, c.path, rec.Code, body, c.code, c.want)
+		}
+	}
+}
