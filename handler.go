@@ -211,6 +211,9 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			s.replyErrorNow(ss, r.ID, errColumnarMultiGet())
 			return true
 		}
+		if r.CacheTTLMS > 0 && s.cache != nil && isKeyRead(r.Op) && s.runCachedKeyRead(ss, r) {
+			return true
+		}
 		s.spawn(ss, r, s.runOp)
 	case wire.OpHTTP:
 		if r.Path == "" {
@@ -225,6 +228,9 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		}
 		if s.draining.Load() {
 			s.replyErrorNow(ss, r.ID, errShuttingDown())
+			return true
+		}
+		if r.CacheTTLMS > 0 && s.cache != nil && s.runCachedKeyRead(ss, r) {
 			return true
 		}
 		req := *r
@@ -275,6 +281,11 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
 	}
 	return true
+}
+
+// isKeyRead reports whether op is a read of the key API (or Bigtable's).
+func isKeyRead(op wire.Op) bool {
+	return op == wire.OpGet || op == wire.OpMultiGet || op == wire.OpScan || op == wire.OpReadRows
 }
 
 // errClientGone is what the requests of a client that went away end with

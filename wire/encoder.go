@@ -248,6 +248,21 @@ func AppendCachedResult(b []byte, h Head, columnar bool, body []byte) []byte {
 	return append(h.open(b, resultFields(columnar)), body...)
 }
 
+// AppendResultBody appends the body of a result without cursor, as
+// AppendResult (columnar: AppendColumns) writes it after the head: what a
+// result cache stores and AppendCachedResult writes again under a head.
+func AppendResultBody(b []byte, columnar bool, columns []string, rows [][]any) ([]byte, error) {
+	start := len(b)
+	var err error
+	if columnar {
+		b, err = AppendColumns(b, Head{Nested: true}, columns, rows, nil)
+	} else {
+		b, err = AppendResult(b, Head{Nested: true}, columns, rows, nil)
+	}
+	// A nested head is one byte: the fixmap header of resultFields fields.
+	return append(b[:start], b[start+1:]...), err
+}
+
 // resultFields is the number of a result reply's fields, its head aside.
 func resultFields(columnar bool) uint32 {
 	if columnar {

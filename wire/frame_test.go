@@ -51,3 +51,31 @@ func TestNextFrame(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendResultBody: a body written by AppendResultBody, under a head by
+// AppendCachedResult, is byte for byte the reply AppendResult (or
+// AppendColumns) writes.
+func TestAppendResultBody(t *testing.T) {
+	cols := []string{"id", "name"}
+	rows := [][]any{{int64(1), "ada"}, nil, {int64(2), "grace"}}
+	for _, columnar := range []bool{false, true} {
+		h := wire.Head{ID: 7, Took: 1500}
+		var want []byte
+		var err error
+		if columnar {
+			want, err = wire.AppendColumns(nil, h, cols, rows, nil)
+		} else {
+			want, err = wire.AppendResult(nil, h, cols, rows, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := wire.AppendResultBody([]byte("prefix"), columnar, cols, rows)
+		if err != nil || string(body[:6]) != "prefix" {
+			t.Fatalf("columnar %v: %v %q", columnar, err, body)
+		}
+		if got := wire.AppendCachedResult(nil, h, columnar, body[6:]); string(got) != string(want) {
+			t.Fatalf("columnar %v: cached reply\n% x\nwant\n% x", columnar, got, want)
+		}
+	}
+}

@@ -95,6 +95,7 @@ type Ticket struct {
 	start   uint64 // the cache's invalidation clock at Begin
 	tables  []string
 	all     bool
+	also    *backendState // Read.Also's, or nil
 	ttl     time.Duration
 	keyed   bool // false: a parameter could not be keyed; never merged nor stored
 	inMap   bool // the flight other reads join (Cache.flights)
@@ -104,13 +105,14 @@ type Ticket struct {
 
 // backendState is a backend's part of the invalidation index.
 type backendState struct {
-	name   string
-	gen    uint64 // clock of its last backend-wide invalidation
-	anyGen uint64 // clock of its last invalidation of any kind
-	floor  uint64 // generation of the tables not in tables (pruned); >= gen
-	tables map[string]*tableState
-	anyTbl tagList // entries whose tables are unknown (Read.AllTables)
-	first  *entry  // its entries (bprev/bnext)
+	name    string
+	gen     uint64 // clock of its last backend-wide invalidation
+	anyGen  uint64 // clock of its last invalidation of any kind
+	floor   uint64 // generation of the tables not in tables (pruned); >= gen
+	tables  map[string]*tableState
+	anyTbl  tagList // entries whose tables are unknown (Read.AllTables)
+	foreign tagList // other backends' entries that depend on this one too (Read.Also)
+	first   *entry  // its entries (bprev/bnext)
 }
 
 // tableState is a (backend, table)'s generation and the entries that read it.
@@ -220,7 +222,7 @@ func (c *Cache) Begin(r *Read, w Waiter) (Outcome, []byte, *Ticket) {
 		switch {
 		case f == nil:
 			join = true
-		case !checkJoin || !c.stale(f.b, f.start, f.tables, f.all):
+		case !checkJoin || !c.stale(f.b, f.start, f.tables, f.all) && (f.also == nil || f.also.anyGen <= f.start):
 			if w != nil {
 				f.waiters = append(f.waiters, w)
 				c.mu.Unlock()
@@ -235,6 +237,9 @@ func (c *Cache) Begin(r *Read, w Waiter) (Outcome, []byte, *Ticket) {
 		all: r.AllTables, ttl: r.TTL, keyed: true}
 	if !r.AllTables && len(r.Tables) > 0 {
 		t.tables = append([]string(nil), r.Tables...)
+	}
+	if r.Also != "" && r.Also != r.Backend {
+		t.also = c.backend(r.Also)
 	}
 	if join {
 		c.flights[t.key] = t
@@ -317,13 +322,16 @@ func (c *Cache) store(t *Ticket, value []byte) {
 		return
 	}
 	b := t.b
-	if checkStore && c.stale(b, t.start, t.tables, t.all) {
+	if checkStore && (c.stale(b, t.start, t.tables, t.all) || t.also != nil && t.also.anyGen > t.start) {
 		c.ctr.refusedInvalidated.Add(1)
 		return
 	}
 	ntags := len(t.tables)
 	if t.all {
 		ntags = 1
+	}
+	if t.also != nil {
+		ntags++
 	}
 	size := entrySize(len(t.key.text), len(value), ntags)
 	if len(value) > c.cfg.MaxEntryBytes || size > c.cfg.MaxBytes-c.tableByte {
@@ -344,6 +352,11 @@ func (c *Cache) store(t *Ticket, value []byte) {
 	for i, name := range t.tables {
 		e.tags[i].e = e
 		c.table(b, name).entries.push(&e.tags[i])
+	}
+	if t.also != nil {
+		last := &e.tags[ntags-1]
+		last.e = e
+		t.also.foreign.push(last)
 	}
 	c.entries[e.key] = e
 	c.lru.pushFront(e)
@@ -464,6 +477,7 @@ func (c *Cache) Invalidate(backend string, tables []string, cause Cause) {
 		n += c.dropList(&ts.entries)
 	}
 	n += c.dropList(&b.anyTbl)
+	n += c.dropList(&b.foreign)
 	c.shrink() // new table states count too
 	c.publishSize()
 	c.mu.Unlock()
@@ -478,7 +492,7 @@ func (c *Cache) InvalidateBackend(backend string, cause Cause) {
 	b := c.backend(backend)
 	c.clock++
 	b.gen, b.anyGen, b.floor = c.clock, c.clock, c.clock
-	n := 0
+	n := c.dropList(&b.foreign)
 	for b.first != nil {
 		c.removeEntry(b.first)
 		n++

@@ -734,3 +734,45 @@ func TestCache_ConcurrentWrites(t *testing.T) {
 	s := c.Stats()
 	t.Logf("%d hits, %d merged, %d stores, %d refused as invalidated", hits, s.Merged, s.Stores, s.RefusedInvalidated)
 }
+
+// TestCache_Also: a result that depends on a second backend (a join) is
+// dropped by any invalidation there, backend-wide or of any table, and a
+// read in flight across one is not stored; invalidations elsewhere leave it.
+func TestCache_Also(t *testing.T) {
+	c := newCache(t, 1<<20, nil)
+	join := func() *resultcache.Read {
+		r := read("JOIN users to db2.profiles", "users")
+		r.Also = "db2"
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		inv  func()
+		kept bool
+	}{
+		{"a table of the second backend", func() { c.Invalidate("db2", []string{"profiles"}, resultcache.CauseWrite) }, false},
+		{"the second backend, backend-wide", func() { c.InvalidateBackend("db2", resultcache.CauseKeyAPI) }, false},
+		{"its own table", func() { c.Invalidate("db", []string{"users"}, resultcache.CauseWrite) }, false},
+		{"another table of its own backend", func() { c.Invalidate("db", []string{"orders"}, resultcache.CauseWrite) }, true},
+		{"a third backend", func() { c.InvalidateBackend("db3", resultcache.CauseWrite) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fill(t, c, join(), "rows")
+			tc.inv()
+			if _, ok := get(c, join()); ok != tc.kept {
+				t.Fatalf("cached %v after invalidating %s, want %v", ok, tc.name, tc.kept)
+			}
+			c.InvalidateBackend("db", resultcache.CauseAdmin) // start the next case empty
+		})
+	}
+	// In flight across an invalidation of the second backend: not stored.
+	o, _, tk := c.Begin(join(), nil)
+	if o != resultcache.Lead {
+		t.Fatalf("Begin = %v, want Lead", o)
+	}
+	c.Invalidate("db2", []string{"profiles"}, resultcache.CauseWrite)
+	c.Complete(tk, []byte("stale rows"), nil)
+	if v, ok := get(c, join()); ok {
+		t.Fatalf("a read in flight across a write to its second backend was stored: %q", v)
+	}
+}

@@ -108,6 +108,10 @@ type Read struct {
 	// AllTables says the tables read are not known: the entry is dropped by
 	// any invalidation on its backend, and Tables is ignored.
 	AllTables bool
+	// Also names a second backend the result depends on (a join reads two):
+	// any invalidation of it, of any table, drops the entry too, and a read
+	// in flight across one is not stored.
+	Also string
 	// TTL is how long the result may be served: 0 means the read opted out
 	// of caching (it is neither served from the cache nor stored; it still
 	// merges with identical reads in flight).

@@ -151,6 +151,21 @@ final class Client
     }
 
     /**
+     * cached marks a read request map cacheable for $ttlMs (see query()); null or 0 leaves it as it is.
+     *
+     * @param array<string, mixed> $request
+     * @return array<string, mixed>
+     */
+    private static function cached(array $request, ?int $ttlMs): array
+    {
+        if ($ttlMs !== null && $ttlMs > 0) {
+            $request['cache_ttl_ms'] = $ttlMs;
+        }
+
+        return $request;
+    }
+
+    /**
      * ping checks that tetherd answers; it does not touch any backend.
      *
      * @throws TetherException
@@ -269,14 +284,16 @@ final class Client
      * @param mixed $key the key's value (int, string, ...), or for a composite key the list of its values in key
      *                   order (array keys are ignored)
      * @param array<string> $columns the columns to return; empty for all
+     * @param int|null $cacheTtlMs as for query(): the row from tetherd's result cache, for at most this many ms; a
+     *                             write through tetherd to the table (or any key-API write on the backend) drops it
      * @return array<string, mixed>|null the row (column name => value), or null when there is none
      * @throws ServerException e.g. unknown_table, bad_request (wrong number of key values, unknown column)
      * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
      */
-    public function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): ?array
+    public function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ?array
     {
         $row = Reply::first($this->connection->request(
-            Request::get($table, $key, $columns, $backend ?? $this->backend, $timeoutMs),
+            self::cached(Request::get($table, $key, $columns, $backend ?? $this->backend, $timeoutMs), $cacheTtlMs),
             $this->timeout,
             $this->maxFrameBytes,
         ));
@@ -290,17 +307,18 @@ final class Client
      *
      * @param array<mixed> $keys each a key value, or a list of a composite key's values
      * @param array<string> $columns the columns to return; empty for all
+     * @param int|null $cacheTtlMs as for get()
      * @return list<array<string, mixed>|null> one element per key, in the order of $keys: the row, or null where
      *                                         the key has no row
      */
-    public function multiGet(string $table, array $keys, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): array
+    public function multiGet(string $table, array $keys, array $columns = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): array
     {
         if ($keys === []) {
             return [];
         }
 
         return Reply::sparseRows($this->connection->request(
-            Request::multiGet($table, $keys, $columns, $backend ?? $this->backend, $timeoutMs),
+            self::cached(Request::multiGet($table, $keys, $columns, $backend ?? $this->backend, $timeoutMs), $cacheTtlMs),
             $this->timeout,
             $this->maxFrameBytes,
         ), \count($keys)) ?? throw $this->connection->malformedReply('multi_get');
@@ -619,16 +637,19 @@ final class Client
      * @param string $kind `left` or `inner`
      * @param list<string> $orderBy output columns to sort by, in order; `-name` for descending
      * @param int|null $timeoutMs deadline of the whole join; null for the server's default
+     * @param int|null $cacheTtlMs as for query(): the joined rows from tetherd's result cache, for at most this many
+     *                             ms; any write through tetherd to the left side's tables or to the right backend
+     *                             drops them
      * @throws LogicException another kind of left operation, a kind other than left or inner, an empty $on
      * @throws ServerException e.g. unknown_table (either table), bad_request (an unknown $on or $orderBy column,
      *                         the wrong number of $on columns for the right key), unavailable; the join fails as a
      *                         whole, never with half-joined rows
      * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
      */
-    public function join(Operation $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): ColumnarResult
+    public function join(Operation $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null, ?int $cacheTtlMs = null): ColumnarResult
     {
         return Reply::columns($this->connection->request(
-            Request::join($this->withBackend($left), $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs),
+            self::cached(Request::join($this->withBackend($left), $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs), $cacheTtlMs),
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('join');

@@ -42,6 +42,24 @@ final class KeyApiTest extends FakeServerTestCase
         ], self::maps($server));
     }
 
+    public function testReadsAndJoinsAskForTheCacheWithATtl(): void
+    {
+        $server = $this->serve([[
+            ['recv'], ['reply', ['columns' => ['a'], 'rows' => [['x']]]],
+            ['recv'], ['reply', ['columns' => ['a'], 'rows' => [['x'], null]]],
+            ['recv'], ['reply', ['columns' => ['id', 'bio'], 'count' => 0, 'data' => [[], []]]],
+        ]]);
+        $client = $this->client($server);
+
+        $client->get('t', 1, [], null, null, 5000);
+        $client->multiGet('t', [1, 2], [], null, null, 5000);
+        $client->join(Operation::query('SELECT id FROM users'), 'profiles', ['id'], ['bio'], 'other', 'left', [], null, 5000);
+
+        $maps = self::maps($server);
+        self::assertSame([5000, 5000, 5000], array_column($maps, 'cache_ttl_ms'), 'each read asks for the cache');
+        self::assertArrayNotHasKey('cache_ttl_ms', $maps[2]['left'], 'the join is cached whole, not its left side');
+    }
+
     public function testMultiGetKeepsRequestOrderWithNullForMissingKeys(): void
     {
         $server = $this->serve([[
