@@ -60,7 +60,9 @@ func (s *Server) runCachedKeyRead(ss *session, r *wire.Request) bool {
 	case resultcache.Hit:
 		took := s.observed(r.Op, t.name, "", nil, cr.start)
 		id, columnar := r.ID, columnarReply(r)
-		s.replyNow(ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value) })
+		s.replyNow(ss, func(b []byte) []byte {
+			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
+		})
 	case resultcache.Wait:
 		cr.gen = s.admit()
 		ss.pending.Add(1)
@@ -171,7 +173,9 @@ func (s *Server) leadKeyRead(ss *session, r *wire.Request, t target, deadline ti
 		body, encErr := wire.AppendResultBody(nil, columnar, res.Columns, res.Rows)
 		if encErr == nil && len(body) <= s.cfg.Server.MaxResultBytes {
 			s.cache.Complete(ticket, body, nil)
-			s.reply(ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: r.ID, Took: took}, columnar, body) })
+			s.reply(ss, func(b []byte) []byte {
+				return wire.AppendCachedResult(b, wire.Head{ID: r.ID, Took: took}, columnar, body)
+			})
 			return
 		}
 	}
@@ -203,5 +207,7 @@ func (cr *cachedKeyRead) Served(value []byte, err error) {
 		return
 	}
 	columnar := columnarReply(r)
-	s.reply(ss, func(b []byte) []byte { return wire.AppendCachedResult(b, wire.Head{ID: r.ID, Took: took}, columnar, value) })
+	s.reply(ss, func(b []byte) []byte {
+		return wire.AppendCachedResult(b, wire.Head{ID: r.ID, Took: took}, columnar, value)
+	})
 }

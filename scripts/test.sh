@@ -315,9 +315,11 @@ stop_tetherd || tetherd_rc=$?
 ((tetherd_rc == 0)) || { tail_file "$TEST_DIR/tetherd-quickstart.log"; die "tetherd exited $tetherd_rc on SIGTERM (want 0)"; }
 rm -f "$TEST_DIR/tetherd.pid"
 
-# The Debian package builds, holds what it should, and its tetherd accepts its config.
+# The Debian package builds, holds what it should, installs, and its tetherd serves PHP as the tether user.
 step "package (deb)"
-bash scripts/package-deb.sh >"$TEST_DIR/package-deb.log" 2>&1 ||
+pkg_args=()
+is_root && pkg_args=(--install)
+bash scripts/package-deb.sh "${pkg_args[@]}" >"$TEST_DIR/package-deb.log" 2>&1 ||
 	{ tail_file "$TEST_DIR/package-deb.log"; die "scripts/package-deb.sh failed (log: $TEST_DIR/package-deb.log)"; }
 tail -n 1 "$TEST_DIR/package-deb.log" >&2
 
