@@ -184,6 +184,31 @@ function join_variants(): array
                 $r->column('id'), $r->column('name'), $r->column('group_code'), $r->column('groups.name'),
             ),
         ],
+        'tether-join-cached' => [
+            'label' => 'Tether join with cache_ttl_ms 60000 (the same random ranges: hits only where a range repeats)',
+            'tether' => true,
+            'make' => static function (): Closure {
+                $c = tether_client();
+                return static function (int $first, int $last) use ($c): array {
+                    return tether_join($c, $first, $last, 60000)->rows();
+                };
+            },
+            'canon' => static fn (array $rows): array => array_map(
+                static fn (array $r): array => [(int) $r['id'], $r['name'], $r['group_code'], $r['groups.name']],
+                $rows,
+            ),
+        ],
+        'tether-sql-cached' => [
+            'label' => 'Tether query running the SQL join, cache_ttl_ms 60000',
+            'tether' => true,
+            'make' => static function (): Closure {
+                $c = tether_client();
+                return static function (int $first, int $last) use ($c): array {
+                    return $c->query(SQL_JOIN, [$first, $last], null, null, 60000);
+                };
+            },
+            'canon' => $sqlCanon,
+        ],
         'tether-sql' => [
             'label' => 'Tether query running the SQL join (reference)',
             'tether' => true,
@@ -199,10 +224,10 @@ function join_variants(): array
 }
 
 /** tether_join runs the seed's join as a Tether join: the users of the range, their groups looked up by key. */
-function tether_join(Tether\Client $c, int $first, int $last): Tether\ColumnarResult
+function tether_join(Tether\Client $c, int $first, int $last, ?int $cacheTtlMs = null): Tether\ColumnarResult
 {
     return $c->join(Tether\Batch\Operation::query(SQL_LEFT, [$first, $last]), 'groups', on: ['group_code'],
-        rightColumns: ['name'], kind: 'left', orderBy: ['groups.name']);
+        rightColumns: ['name'], kind: 'left', orderBy: ['groups.name'], cacheTtlMs: $cacheTtlMs);
 }
 
 function pdo_open(bool $emulate): PDO
