@@ -228,6 +228,14 @@ wait:
 			}()
 		}
 	}
+	if upg != nil {
+		// tableflip holds a copy of every listening socket, to pass on: it
+		// closes them and removes the socket files now, so that a client is
+		// refused at once instead of waiting in a backlog nobody accepts
+		// from (the admin socket goes too: readiness fails from here on).
+		upg.Stop()
+		<-upg.Exit()
+	}
 	grace := time.Duration(cfg.Server.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
