@@ -553,7 +553,7 @@ function main(array $argv): int
     $set = [];
     $args = array_slice($argv, 1);
     $ints = ['--e5-rounds' => 'e5_rounds', '--sleep-ms' => 'sleep_ms', '--calls' => 'calls', '--join-iterations' => 'join_iterations',
-        '--join-rounds' => 'join_rounds', '--join-procs' => 'join_procs'];
+        '--join-rounds' => 'join_rounds', '--join-procs' => 'join_procs', '--join-hot' => 'join_hot'];
     $lists = ['--e5-variants' => 'e5_variants', '--join-variants' => 'join_variants', '--join-sizes' => 'join_sizes'];
     while ($args) {
         $a = array_shift($args);
@@ -582,6 +582,10 @@ function main(array $argv): int
         $opt = array_merge($opt, ['e5_rounds' => 1, 'sleep_ms' => 100, 'join_iterations' => 50, 'join_rounds' => 1, 'profile' => false], $set);
     }
     $opt['join_sizes'] = array_map('intval', $opt['join_sizes']);
+    if (($opt['join_hot'] ?? 0) > 0) {
+        // The workers' ranges come from that many first ids (join_first), as a listing's pages do.
+        putenv('BENCH_JOIN_HOT=' . $opt['join_hot']);
+    }
     foreach ($opt['e5_variants'] as $v) {
         isset(E5_VARIANTS[$v]) || throw new RuntimeException("--e5-variants: unknown variant $v");
     }

@@ -241,5 +241,11 @@ function pdo_open(bool $emulate): PDO
 /** join_first returns the first id of a range of $size users starting at a random id (the whole range exists). */
 function join_first(int $size): int
 {
+    // bench.php --join-hot N: the ranges start at one of N first ids, spread over the table (a listing's N pages,
+    // which every client reads again and again); otherwise anywhere.
+    $hot = (int) getenv('BENCH_JOIN_HOT');
+    if ($hot > 0) {
+        return 1 + mt_rand(0, $hot - 1) * intdiv(USERS - $size, $hot);
+    }
     return mt_rand(1, USERS - $size + 1);
 }

@@ -20,7 +20,8 @@
 #   after --, options for bench.php: --only e4|e5, --e5-rounds N (5), --sleep-ms N (1000), --calls N (10),
 #                             --e5-variants tether-batch,tether-async,curl-multi,fork, --join-iterations N (2000 per
 #                             client and size), --join-rounds N (4), --join-procs N (5), --join-variants
-#                             pdo-prepared,pdo-emulated,tether-join,tether-sql, --join-sizes 1,10,100,500
+#                             pdo-prepared,pdo-emulated,tether-join,tether-sql, --join-sizes 1,10,100,500,
+#                             --join-hot N (the ranges start at one of N first ids: for the cached variants)
 #
 #   TETHERD_MAX_PROCS=N       tetherd's max_procs (default 1, tetherd's own default)
 #
