@@ -130,33 +130,29 @@ func Handler(src Source) http.Handler {
 		})
 	}
 	if rl, ok := src.(Reloader); ok {
-		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			rep, err := rl.Reload(r.Context())
-			if err != nil {
-				w.WriteHeader(http.StatusConflict)
-				enc.Encode(ReloadError{Error: err.Error()})
-				return
-			}
-			enc.Encode(rep)
-		})
+		mux.HandleFunc("POST /reload", action(func(ctx context.Context) (any, error) { return rl.Reload(ctx) }))
 	}
 	if up, ok := src.(Upgrader); ok {
-		mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			enc := json.NewEncoder(w)
-			rep, err := up.Upgrade(r.Context())
-			if err != nil {
-				w.WriteHeader(http.StatusConflict)
-				enc.Encode(ReloadError{Error: err.Error()})
-				return
-			}
-			enc.Encode(rep)
-		})
+		mux.HandleFunc("POST /upgrade", action(func(ctx context.Context) (any, error) { return up.Upgrade(ctx) }))
 	}
 	return mux
+}
+
+// action serves a POST that does something: its report as JSON, or 409 and
+// the error that left everything as it was.
+func action(do func(context.Context) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		rep, err := do(r.Context())
+		if err != nil {
+			w.WriteHeader(http.StatusConflict)
+			enc.Encode(ReloadError{Error: err.Error()})
+			return
+		}
+		enc.Encode(rep)
+	}
 }
 
 // Listener is the admin API serving on its sockets.

@@ -406,21 +406,7 @@ func (l *Loop) Busy() (time.Duration, int64) {
 // first and the peer reads EOF. The descriptor itself is released at the end
 // of the loop's turn, so that no event of this turn can reach a connection
 // that reused its number. Loop goroutine only.
-func (l *Loop) CloseAbort(c *Conn) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.closed = true
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
-	l.aborted = append(l.aborted, c.fd)
-	l.dropped.Add(int64(cap(c.in) + cap(c.out)))
-	c.in, c.out = nil, nil
-	c.mu.Unlock()
-	delete(l.conns, c.fd)
-	l.handler.OnClose(c)
-}
+func (l *Loop) CloseAbort(c *Conn) { l.release(c, true) }
 
 func (l *Loop) releaseAborted() {
 	for _, fd := range l.aborted {
@@ -468,14 +454,20 @@ func (l *Loop) accept(ln *listener) {
 		if ln.tcp {
 			unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		}
-		c := &Conn{fd: nfd, loop: l}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, nfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(nfd)}); err != nil {
-			unix.Close(nfd)
-			continue
-		}
-		l.conns[nfd] = c
-		l.handler.OnOpen(c, ln.tcp)
+		l.adopt(nfd, ln.tcp, "")
 	}
+}
+
+// adopt makes the connected socket fd one of the loop's connections and
+// tells the handler; it closes fd if it cannot be polled. Loop goroutine.
+func (l *Loop) adopt(fd int, tcp bool, peer string) {
+	c := &Conn{fd: fd, loop: l, peer: peer}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+		unix.Close(fd)
+		return
+	}
+	l.conns[fd] = c
+	l.handler.OnOpen(c, tcp)
 }
 
 // AddConn makes fd, a connected stream socket the caller hands over, one of
@@ -490,13 +482,7 @@ func (l *Loop) AddConn(fd int, tcp bool, peer string) {
 			unix.Close(fd)
 			return
 		}
-		c := &Conn{fd: fd, loop: l, peer: peer}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
-			unix.Close(fd)
-			return
-		}
-		l.conns[fd] = c
-		l.handler.OnOpen(c, tcp)
+		l.adopt(fd, tcp, peer)
 	})
 	if !ok {
 		unix.Close(fd)
@@ -588,7 +574,11 @@ func (l *Loop) pauseListener(ln *listener, err error) {
 	})
 }
 
-func (l *Loop) closeConn(c *Conn) {
+func (l *Loop) closeConn(c *Conn) { l.release(c, false) }
+
+// release closes c's descriptor (at the end of the turn when later, see
+// CloseAbort), forgets c and tells the handler. Loop goroutine.
+func (l *Loop) release(c *Conn, later bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -596,7 +586,11 @@ func (l *Loop) closeConn(c *Conn) {
 	}
 	c.closed = true
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
-	unix.Close(c.fd)
+	if later {
+		l.aborted = append(l.aborted, c.fd)
+	} else {
+		unix.Close(c.fd)
+	}
 	l.dropped.Add(int64(cap(c.in) + cap(c.out)))
 	c.in, c.out = nil, nil
 	c.mu.Unlock()
