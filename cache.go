@@ -189,17 +189,34 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		return
 	}
 	s := cr.s
-	s.release(cr.gen)
-	s.unpend(cr.ss)
 	if err == resultcache.ErrRetry {
 		// Its leader gave up for reasons of its own (its deadline, its client
-		// gone): run it again, merged anew with the others that waited.
-		again := &cachedRead{s: s, ss: cr.ss, t: cr.t, lb: cr.lb, req: cr.req, read: cr.read, start: cr.start}
-		if !s.beginCachedRead(again) {
-			s.runLoopSQLUncached(cr.ss, &again.req, cr.t, cr.lb)
+		// gone): run it again, merged anew with the others that waited, on
+		// the backend of its name now (a reload may have replaced the one it
+		// began on). Still counted until it is admitted again.
+		defer s.release(cr.gen)
+		defer s.unpend(cr.ss)
+		t, lb, ok := s.loopBackend(cr.ss, &cr.req)
+		if !ok {
+			e := Errorf(CodeUnknownBackend, "no backend named %q", cr.req.Backend)
+			if t.live != nil {
+				e = Errorf(CodeUnavailable, "backend %q changed type in a reload", cr.req.Backend)
+			}
+			s.replyErrorNow(cr.ss, cr.req.ID, e)
+			return
 		}
+		again := &cachedRead{s: s, ss: cr.ss, t: t, lb: lb, req: cr.req, start: cr.start}
+		if read, ok := s.cacheRead(cr.ss, &again.req, t); ok {
+			again.read = read
+			if s.beginCachedRead(again) {
+				return
+			}
+		}
+		s.runLoopSQLUncached(cr.ss, &again.req, t, lb)
 		return
 	}
+	s.release(cr.gen)
+	s.unpend(cr.ss)
 	id, columnar := cr.req.ID, cr.req.Columnar
 	took := s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
 	if err != nil {

@@ -54,25 +54,33 @@ func (s *Server) runCachedKeyRead(ss *session, r *wire.Request) bool {
 	if !ok {
 		return false
 	}
-	cr := &cachedKeyRead{s: s, ss: ss, req: *r, start: time.Now()}
+	// Counted before Begin: once registered, cr may be served at once from
+	// the leader's worker goroutine.
+	cr := &cachedKeyRead{s: s, ss: ss, req: *r, start: time.Now(), gen: s.admit()}
+	ss.pending.Add(1)
 	out, value, ticket := s.cache.Begin(&read, cr)
 	switch out {
 	case resultcache.Hit:
+		s.release(cr.gen)
+		s.unpend(ss)
 		took := s.observed(r.Op, t.name, "", nil, cr.start)
 		id, columnar := r.ID, columnarReply(r)
 		s.replyNow(ss, func(b []byte) []byte {
 			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
 		})
 	case resultcache.Wait:
-		cr.gen = s.admit()
-		ss.pending.Add(1)
+		// Counted until Served.
 	case resultcache.Lead:
 		if ticket == nil {
+			s.release(cr.gen)
+			s.unpend(ss)
 			return false
 		}
 		s.onWorker(ss, r, t, func(ss *session, req *wire.Request, t target, deadline time.Time) {
 			s.leadKeyRead(ss, req, t, deadline, ticket, cr.start)
 		})
+		s.release(cr.gen) // onWorker counts the request itself
+		s.unpend(ss)
 	}
 	return true
 }
@@ -98,7 +106,18 @@ func (s *Server) keyRead(ss *session, r *wire.Request) (resultcache.Read, target
 		if e != nil || rt.live == nil {
 			return resultcache.Read{}, t, false
 		}
-		also = rt.live
+		if rt.live == t.live {
+			// Both sides on one backend: its writes to the right table
+			// must drop the join too.
+			rtables, rall, ok := s.readTables(rt.live, &wire.Request{Op: wire.OpGet, Table: r.Right.Table})
+			if !ok {
+				return resultcache.Read{}, t, false
+			}
+			all = all || rall
+			tables = append(append([]string(nil), tables...), rtables...)
+		} else {
+			also = rt.live
+		}
 	}
 	// Encoded whole, less what does not change its result: the key. The
 	// leading NUL keeps it apart from every SQL text.
@@ -191,15 +210,25 @@ func (cr *cachedKeyRead) Served(value []byte, err error) {
 		return
 	}
 	s, ss, r := cr.s, cr.ss, &cr.req
-	defer s.release(cr.gen)
-	defer s.unpend(ss)
 	if err == resultcache.ErrRetry {
 		// Its leader stored nothing (an error, a cursor, a result too
-		// large): run it again, past the cache, from the loop.
+		// large): run it again, past the cache, from the loop. It stays
+		// counted until then, so that no drain or hand-over sees its
+		// connection idle meanwhile.
 		req := *r
-		s.loop.Post(func() { s.spawn(ss, &req, s.runOp) })
+		s.loop.Post(func() {
+			if req.Op == wire.OpJoin {
+				s.runJoin(ss, &req)
+			} else {
+				s.spawn(ss, &req, s.runOp)
+			}
+			s.release(cr.gen)
+			s.unpend(ss)
+		})
 		return
 	}
+	defer s.release(cr.gen)
+	defer s.unpend(ss)
 	took := s.observed(r.Op, r.Backend, "", err, cr.start)
 	if err != nil {
 		e := AsError(err)

@@ -233,15 +233,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		if r.CacheTTLMS > 0 && s.cache != nil && s.runCachedKeyRead(ss, r) {
 			return true
 		}
-		req := *r
-		deadline := s.deadline(r.TimeoutMS)
-		g := s.admit()
-		ss.pending.Add(1)
-		s.workers.run(func() {
-			defer s.release(g)
-			defer s.unpend(ss)
-			s.runOp(ss, &req, target{}, deadline)
-		})
+		s.runJoin(ss, r)
 	case wire.OpBegin:
 		t, e := s.backendFor(r.Backend)
 		if e == nil && s.draining.Load() {
@@ -281,6 +273,20 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
 	}
 	return true
+}
+
+// runJoin runs a checked join on a worker goroutine (it names its backends
+// in its left and right sides). Loop goroutine.
+func (s *Server) runJoin(ss *session, r *wire.Request) {
+	req := *r
+	deadline := s.deadline(r.TimeoutMS)
+	g := s.admit()
+	ss.pending.Add(1)
+	s.workers.run(func() {
+		defer s.release(g)
+		defer s.unpend(ss)
+		s.runOp(ss, &req, target{}, deadline)
+	})
 }
 
 // isKeyRead reports whether op is a read of the key API (or Bigtable's).

@@ -3,6 +3,7 @@ package tether
 import (
 	"context"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,7 +32,7 @@ type ListenFunc func(network, addr string, create func(network, addr string) (ne
 
 // handoverSweep is how often, while handing clients over, idle connections
 // are looked for.
-const handoverSweep = time.Millisecond
+const handoverSweep = 2 * time.Millisecond
 
 // HandOver hands the server's clients over to the process that inherited its
 // listening sockets (see above) and shuts it down once none is left, or when
@@ -48,13 +49,19 @@ func (s *Server) HandOver(ctx context.Context) error {
 	s.log.Info("handing clients over to the new process", "clients", s.clients.Load(), "open_transactions", s.openTxs())
 	t := time.NewTicker(handoverSweep)
 	defer t.Stop()
+	var sweeping atomic.Bool // a sweep posted and not run yet: the next waits for it
 	for left := s.clients.Load(); left > 0; left = s.clients.Load() {
 		select {
 		case <-ctx.Done():
 			s.log.Warn("grace period over with clients still connected", "clients", left, "open_transactions", s.openTxs())
 			return s.Shutdown(ctx)
 		case <-t.C:
-			s.loop.Post(s.closeIdleClients)
+			if sweeping.CompareAndSwap(false, true) {
+				s.loop.Post(func() {
+					s.closeIdleClients()
+					sweeping.Store(false)
+				})
+			}
 		}
 	}
 	s.log.Info("every client handed over")
@@ -65,8 +72,8 @@ func (s *Server) HandOver(ctx context.Context) error {
 // under way. Loop goroutine.
 func (s *Server) closeIdleClients() {
 	for ss := range s.sessions {
-		if ss.pending.Load() == 0 && ss.beginning.Load() == 0 && ss.partialSince == 0 &&
-			ss.openTxs() == 0 && ss.conn.Unsent() == 0 {
+		if ss.pending.Load() == 0 && ss.beginning.Load() == 0 && ss.partialSince == 0 && ss.conn.Unread() == 0 &&
+			!ss.conn.Paused() && ss.openTxs() == 0 && ss.conn.Unsent() == 0 {
 			s.loop.CloseAbort(ss.conn)
 		}
 	}

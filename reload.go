@@ -36,6 +36,7 @@ import (
 // liveBackend is a configured backend as the server runs it. A reload that
 // changes or removes it retires it; one that leaves it as it was keeps it.
 type liveBackend struct {
+	seq  uint64 // newer backends of a name have higher ones
 	name string
 	cfg  BackendConfig
 	b    Backend
@@ -52,8 +53,11 @@ type liveBackend struct {
 	closed atomic.Bool        // retired and closed
 }
 
+// liveSeq numbers the liveBackends made.
+var liveSeq atomic.Uint64
+
 func newLiveBackend(name string, cfg BackendConfig, b Backend) *liveBackend {
-	lb := &liveBackend{name: name, cfg: cfg, b: b, tables: newCacheBackend(name, cfg)}
+	lb := &liveBackend{seq: liveSeq.Add(1), name: name, cfg: cfg, b: b, tables: newCacheBackend(name, cfg)}
 	lb.loop, _ = b.(loopsql.Backend)
 	return lb
 }
@@ -176,26 +180,31 @@ func (s *Server) Reload(ctx context.Context, cfg Config, build NewBackendFunc) (
 	swapped := make(chan struct{})
 	s.loop.Post(func() {
 		s.set.Store(set)
+		// What the replaced backends cached may not be what their
+		// successors would read: gone before any request reaches those.
+		for _, old := range retired {
+			if s.cache != nil {
+				s.cache.InvalidateBackend(old.name, resultcache.CauseAdmin)
+			}
+		}
 		close(swapped)
 	})
 	select {
 	case <-swapped:
 	case <-s.loop.Done():
+		closeBackends(context.Background(), opened)
 		return rep, errors.New("reload: the event loop stopped")
 	}
 	go cur.drain()
 
-	// What the replaced backends cached may not be what their successors
-	// would read; their background work stops, their successors' starts.
+	// The replaced backends' background work stops, their successors'
+	// starts.
 	for _, old := range retired {
 		if r, ok := old.b.(Retirer); ok {
 			r.Retire()
 		}
 		if old.stopBG != nil {
 			old.stopBG()
-		}
-		if s.cache != nil {
-			s.cache.InvalidateBackend(old.name, resultcache.CauseAdmin)
 		}
 	}
 	for _, lb := range opened {
@@ -250,8 +259,8 @@ func (s *Server) retire(g *backendSet, lb *liveBackend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
+	lb.closed.Store(true) // closing: sessions stop reaching it (OnClose, sqlClient)
 	err := lb.b.Close(ctx)
-	lb.closed.Store(true)
 	if err != nil {
 		s.log.Warn("reload: close retired backend", "backend", lb.name, "err", err)
 		return

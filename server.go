@@ -314,6 +314,11 @@ func (s *Server) Serve() error {
 // open, closes all connections and then the backends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	// A reload under way ends first (its backends then retire with the
+	// rest); later ones see draining. Retiring backends wait no more.
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	close(s.closing)
 	s.loop.StopAccepting()
 	if s.tls != nil {
 		s.tls.stopAccepting()
@@ -358,9 +363,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	// A reload's retiring backends close now too, with the current ones.
 	// The backends close before the loop stops: the loop drives some of them.
-	s.reloadMu.Lock() // a reload under way ends first; later ones see draining
-	defer s.reloadMu.Unlock()
-	close(s.closing)
 	s.retiring.Wait()
 	all := s.backends()
 	for _, lb := range s.retiringBackends() {
@@ -402,8 +404,8 @@ func (s *Server) waitDrained(ctx context.Context) bool {
 func closeBackends(ctx context.Context, bs []*liveBackend) error {
 	var errs []error
 	for _, lb := range bs {
-		err := lb.b.Close(ctx)
 		lb.closed.Store(true)
+		err := lb.b.Close(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("close backend %s: %w", lb.name, err))
 		}

@@ -43,9 +43,10 @@ func (ss *session) sqlClient(lb *liveBackend) *loopsql.Client {
 		ss.clients = map[*liveBackend]*loopsql.Client{}
 	}
 	c := &loopsql.Client{}
+	var newest *liveBackend // the latest backend of the name before lb: its settings are the session's
 	for old, oc := range ss.clients {
-		if old.name == lb.name && old.cfg.Type == lb.cfg.Type {
-			c.Profile = oc.Profile
+		if old.name == lb.name && old.cfg.Type == lb.cfg.Type && (newest == nil || old.seq > newest.seq) {
+			newest, c.Profile = old, oc.Profile
 		}
 		if old.closed.Load() {
 			delete(ss.clients, old)

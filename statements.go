@@ -1,23 +1,23 @@
 package tether
 
 import (
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // frequent estimates the most frequent statements (by backend and SQL text)
 // for the status page, at a cost requests do not feel: one statement in
-// statementSample is counted (an atomic increment decides which), into a
+// statementSample is counted (picked at random, so that a page's fixed
+// sequence of statements cannot line up with the sampling), into a
 // table of at most maxStatements entries kept by the space-saving algorithm
 // (Metwally et al.): a statement not in a full table replaces the least
 // counted one and inherits its count, so that a statement run often enough
 // is always in it and its count is overestimated by at most the one it
 // replaced. Counts are scaled back by statementSample.
 type frequent struct {
-	tick   atomic.Uint32
 	mu     sync.Mutex
 	counts map[statementKey]*statementCount
 }
@@ -48,7 +48,7 @@ type StatementStats struct {
 
 // note counts one run of sql on backend, sampled. Safe from any goroutine.
 func (f *frequent) note(backend, sql string, err error, took time.Duration) {
-	if sql == "" || f.tick.Add(1)%statementSample != 0 {
+	if sql == "" || rand.Uint32()%statementSample != 0 {
 		return
 	}
 	if len(sql) > maxStatementSQL {

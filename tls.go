@@ -24,7 +24,9 @@ import (
 
 // tlsHandshakeTimeout bounds a client's TLS handshake; maxTLSHandshakes
 // bounds the handshakes under way at once, so that clients that never finish
-// theirs cannot make tetherd hold more.
+// theirs cannot make tetherd hold more (beyond it, clients wait in the
+// kernel's backlog; a peer that keeps 64 handshakes open delays the others
+// by up to the timeout: put the listener where only the pod's hosts reach it).
 const (
 	tlsHandshakeTimeout = 5 * time.Second
 	maxTLSHandshakes    = 64
@@ -76,8 +78,12 @@ func (f *tlsFront) accept() {
 	defer f.wg.Done()
 	var pause time.Duration
 	for {
+		// A slot first: with maxTLSHandshakes under way, new clients wait
+		// in the listen backlog (bounded by the kernel), not in tetherd.
+		f.slots <- struct{}{}
 		nc, err := f.ln.Accept()
 		if err != nil {
+			<-f.slots
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -88,12 +94,6 @@ func (f *tlsFront) accept() {
 			continue
 		}
 		pause = 0
-		select {
-		case f.slots <- struct{}{}:
-		default:
-			nc.Close() // maxTLSHandshakes under way: the client may retry
-			continue
-		}
 		f.wg.Add(1)
 		go f.serve(nc)
 	}

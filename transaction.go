@@ -179,7 +179,9 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 func (s *Server) endTx(t *txState, why *Error) {
 	// Committed (or rolled back: MySQL's DDL commits on its own) before its
 	// client hears of it: its backend's cached results go.
-	if s.cache != nil && t.live.cacheUsed.Load() {
+	// The backend it began on, or the one of its name now if a reload
+	// replaced it meanwhile: what either cached may read what it wrote.
+	if cur := s.live(t.backend); s.cache != nil && (t.live.cacheUsed.Load() || cur != nil && cur.cacheUsed.Load()) {
 		tables, all, ddl := t.writes.take()
 		if ddl { // committed (or rolled back) now: the catalog as it stands
 			s.noteDDL(t.backend)

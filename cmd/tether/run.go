@@ -37,7 +37,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	adminSocket := fs.String("admin", "", "tetherd's admin socket (default: from -config, else env TETHER_ADMIN_SOCKET, else var/tether-admin.sock)")
 	socket := fs.String("socket", "", "tetherd's PHP socket, for ping and query (default: from -config, else env TETHER_SOCKET, else var/tether.sock)")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd (reload: 30s, upgrade: 90s unless set)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|clients|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -63,6 +63,18 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	admin := firstOf(*adminSocket, pick(*configPath != "", cfg.Admin.SocketPath(cfg.Server), ""), os.Getenv("TETHER_ADMIN_SOCKET"),
 		cfg.Admin.SocketPath(cfg.Server))
 	php := firstOf(*socket, pick(*configPath != "", cfg.Server.Socket, ""), os.Getenv("TETHER_SOCKET"), cfg.Server.Socket)
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if !timeoutSet {
+		// tetherd may take this long itself: new backends to open (reload,
+		// 20 s), a new process to get ready (upgrade, 60 s).
+		switch cmd {
+		case "reload":
+			*timeout = 30 * time.Second
+		case "upgrade":
+			*timeout = 90 * time.Second
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	switch cmd {

@@ -103,13 +103,21 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	// descriptors and the readiness handshake between the two.
 	var upg *tableflip.Upgrader
 	var upgraded <-chan struct{} // closed once a new process serves in this one's place
+	ready := false
 	var listen tether.ListenFunc
 	if m.Upgrades {
 		var err error
 		if upg, err = tableflip.New(tableflip.Options{UpgradeTimeout: upgradeTimeout}); err != nil {
 			return fmt.Errorf("upgrades: %w", err)
 		}
-		defer upg.Stop()
+		// Stopped on the way out, which removes the socket files it knows,
+		// unless this is a new process that never got ready: the sockets
+		// are its parent's, which goes on serving on them.
+		defer func() {
+			if ready || !upg.HasParent() {
+				upg.Stop()
+			}
+		}()
 		upgraded, listen = upg.Exit(), upg.ListenWithCallback
 		if upg.HasParent() {
 			log.Info("started by an upgrade: taking over the sockets of the running tetherd")
@@ -159,6 +167,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			shutdownNow(srv)
 			return fmt.Errorf("upgrades: %w", err)
 		}
+		ready = true
 	}
 	// systemd (Type=notify, NotifyAccess=all): ready, and after an upgrade
 	// this process is the service's main one.
@@ -175,30 +184,33 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
 
+	// handOver: a new process serves on the sockets. The admin socket is
+	// its now (the request that asked for the upgrade gets its answer, and
+	// nothing more comes here); the clients are handed over, the socket
+	// files left to it, and this process exits.
+	handOver := func() error {
+		handedOff = true
+		actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
+		adm.HandOff(actx)
+		acancel()
+		grace := time.Duration(cfg.Server.ShutdownGrace)
+		log.Info("upgraded: a new tetherd serves; handing the clients over", "grace", grace)
+		hctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := srv.HandOver(hctx); err != nil {
+			return err
+		}
+		log.Info("stopped after the upgrade")
+		return nil
+	}
+
 wait:
 	for {
 		select {
 		case err := <-served:
 			return fmt.Errorf("serve: %w", err)
 		case <-upgraded:
-			// A new process serves on the sockets: hand the clients over,
-			// leave the socket files to it, and exit.
-			// The admin socket is the new process's now: the request that
-			// asked for the upgrade gets its answer, and nothing more
-			// comes here.
-			handedOff = true
-			actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
-			adm.HandOff(actx)
-			acancel()
-			grace := time.Duration(cfg.Server.ShutdownGrace)
-			log.Info("upgraded: a new tetherd serves; handing the clients over", "grace", grace)
-			hctx, cancel := context.WithTimeout(context.Background(), grace)
-			defer cancel()
-			if err := srv.HandOver(hctx); err != nil {
-				return err
-			}
-			log.Info("stopped after the upgrade")
-			return nil
+			return handOver()
 		case sig := <-sigs:
 			if sig == syscall.SIGUSR2 {
 				go func() {
@@ -229,12 +241,21 @@ wait:
 		}
 	}
 	if upg != nil {
+		// An upgrade that has just completed wins over the signal: the
+		// sockets are the new process's, and must not be removed.
+		if ctl.upgradeDone(false) {
+			return handOver()
+		}
 		// tableflip holds a copy of every listening socket, to pass on: it
 		// closes them and removes the socket files now, so that a client is
 		// refused at once instead of waiting in a backlog nobody accepts
 		// from (the admin socket goes too: readiness fails from here on).
+		// An upgrade under way is given up (its new process killed).
 		upg.Stop()
 		<-upg.Exit()
+		if ctl.upgradeDone(true) { // it completed just before the stop
+			return handOver()
+		}
 	}
 	grace := time.Duration(cfg.Server.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -251,13 +272,29 @@ wait:
 		}
 		log.Info("stopped")
 		return nil
-	case sig := <-sigs:
+	case sig := <-second(sigs, log):
 		// Exit at once, but leave no socket file behind.
 		if cfg.Server.Socket != "" {
 			removeSocket(cfg.Server.Socket)
 		}
 		return errors.New("second signal (" + sig.String() + "): exiting at once")
 	}
+}
+
+// second passes on the next SIGTERM or SIGINT from sigs, during a drain; a
+// SIGHUP (logrotate) or SIGUSR2 then is logged and ignored.
+func second(sigs <-chan os.Signal, log *slog.Logger) <-chan os.Signal {
+	out := make(chan os.Signal, 1)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				out <- sig
+				return
+			}
+			log.Info("draining: signal ignored", "signal", sig.String())
+		}
+	}()
+	return out
 }
 
 // shutdownNow stops a server that never served (its admin API could not
@@ -277,6 +314,23 @@ type control struct {
 	log   *slog.Logger
 	upg   *tableflip.Upgrader // nil: upgrades off
 	mu    sync.Mutex
+
+	// upgradeMu is held while an upgrade runs; upgraded says one completed.
+	upgradeMu sync.Mutex
+	upgraded  bool
+}
+
+// upgradeDone reports whether an upgrade has completed. With wait, it waits
+// for one under way to end (tableflip ends it at once once stopped);
+// without, one under way counts as not done.
+func (c *control) upgradeDone(wait bool) bool {
+	if wait {
+		c.upgradeMu.Lock()
+	} else if !c.upgradeMu.TryLock() {
+		return false
+	}
+	defer c.upgradeMu.Unlock()
+	return c.upgraded
 }
 
 // Upgrade starts tetherd's binary anew (the one now on disk, with the same
@@ -299,7 +353,11 @@ func (c *control) Upgrade(ctx context.Context) (admin.UpgradeReport, error) {
 	}
 	start := time.Now()
 	c.log.Info("upgrade: starting a new tetherd", "binary", os.Args[0])
-	if err := c.upg.Upgrade(); err != nil {
+	c.upgradeMu.Lock()
+	err := c.upg.Upgrade()
+	c.upgraded = c.upgraded || err == nil
+	c.upgradeMu.Unlock()
+	if err != nil {
 		return admin.UpgradeReport{}, fmt.Errorf("upgrade: %w (this process goes on serving)", err)
 	}
 	took := time.Since(start).Round(time.Millisecond)

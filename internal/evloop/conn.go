@@ -236,6 +236,11 @@ func (c *Conn) Peer() (pid, uid int, addr string) {
 	return 0, 0, ""
 }
 
+// Unread returns the bytes read from the socket and not yet consumed by the
+// handler (a partial frame, or frames held while reading is paused). Loop
+// goroutine only.
+func (c *Conn) Unread() int { return len(c.in) }
+
 // Unsent returns the bytes of replies queued and not yet written to the
 // socket. Safe from any goroutine.
 func (c *Conn) Unsent() int {

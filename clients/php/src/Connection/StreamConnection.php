@@ -503,8 +503,10 @@ class StreamConnection
                 // and the payload is then copied out of that buffer without a syscall.
                 // Silenced: a TLS stream reports a failed read as a warning too (the exception below says it).
                 $head = @\fread($stream, 4);
-                if ($head === false && !$this->tcp && !(\stream_get_meta_data($stream)['timed_out'] ?? false)) {
-                    // A reset before any byte of a frame: tetherd closed the socket with our request unread.
+                if ($head === false && $id === $this->lastId && !$this->tcp
+                    && !(\stream_get_meta_data($stream)['timed_out'] ?? false)) {
+                    // A reset before any byte of a frame: tetherd closed the socket with unread bytes in it. Only
+                    // the last request written is then sure to be among them (an earlier one may have run).
                     $this->drop();
                     throw new RequestNotReadException(\sprintf(
                         'tetherd at %s closed the connection without reading request %d (it hands its clients over to a new process); the request was not executed',
