@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlite"
@@ -94,4 +95,52 @@ func TestCache_KeyAPIAndJoins(t *testing.T) {
 	c.ok(wire.Request{ID: 9, Op: wire.OpExec, Tx: tx, SQL: "INSERT INTO users VALUES (1, 'new')"})
 	c.ok(wire.Request{ID: 10, Op: wire.OpRollback, Tx: tx})
 	step("after a rolled back transaction", map[string]string{"get": "[]", "multi_get": "[<nil> [x]]", "join": "[[2 x bee]]"})
+}
+
+// TestCache_JoinOnOneBackend: a cached join whose two sides are on one
+// MySQL or PostgreSQL backend is dropped by a write to its right table
+// through tetherd (it is tagged with both tables), and stays cached across a
+// write behind tetherd's back.
+func TestCache_JoinOnOneBackend(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, nil)
+			c := dial(t, ts)
+			exec := func(sql string) { c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: sql}) }
+			exec("DROP TABLE IF EXISTS jb_notes")
+			exec("DROP TABLE IF EXISTS jb_users")
+			exec("CREATE TABLE jb_users (id INT PRIMARY KEY, name VARCHAR(20))")
+			exec("CREATE TABLE jb_notes (user_id INT PRIMARY KEY, note VARCHAR(20))")
+			exec("INSERT INTO jb_users VALUES (1, 'ada')")
+			exec("INSERT INTO jb_notes VALUES (1, 'n1')")
+			join := func() string {
+				rep := c.ok(wire.Request{ID: 2, Op: wire.OpJoin, CacheTTLMS: 60000,
+					Left:  &wire.Request{Op: wire.OpQuery, Backend: "db", SQL: "SELECT id, name FROM jb_users ORDER BY id"},
+					Right: &wire.Request{Backend: "db", Table: "jb_notes", Columns: []string{"note"}},
+					On:    []string{"id"}})
+				_, rows := rowsOf(t, rep)
+				return fmt.Sprint(rows)
+			}
+			join() // the first use of the cache has the catalog read
+			for deadline := time.Now().Add(10 * time.Second); !ts.CacheByTable("db"); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the catalog was not read within 10 s; log:\n%s", ts.logs)
+				}
+			}
+			exec("UPDATE jb_users SET name = 'ada' WHERE id = 1") // a fresh entry, tagged by table
+			if got := join(); got != "[[1 ada n1]]" {
+				t.Fatalf("join: %s", got)
+			}
+			if _, err := d.watch.Exec("UPDATE jb_notes SET note = 'behind' WHERE user_id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := join(); got != "[[1 ada n1]]" {
+				t.Fatalf("after a write behind tetherd's back the join is %s: it was not cached", got)
+			}
+			exec("UPDATE jb_notes SET note = 'n2' WHERE user_id = 1")
+			if got := join(); got != "[[1 ada n2]]" {
+				t.Fatalf("after a write to its right table through tetherd the join is %s, want [[1 ada n2]]", got)
+			}
+		})
+	}
 }
