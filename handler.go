@@ -277,17 +277,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 
 // runJoin runs a checked join on a worker goroutine (it names its backends
 // in its left and right sides). Loop goroutine.
-func (s *Server) runJoin(ss *session, r *wire.Request) {
-	req := *r
-	deadline := s.deadline(r.TimeoutMS)
-	g := s.admit()
-	ss.pending.Add(1)
-	s.workers.run(func() {
-		defer s.release(g)
-		defer s.unpend(ss)
-		s.runOp(ss, &req, target{}, deadline)
-	})
-}
+func (s *Server) runJoin(ss *session, r *wire.Request) { s.onWorker(ss, r, target{}, s.runOp) }
 
 // isKeyRead reports whether op is a read of the key API (or Bigtable's).
 func isKeyRead(op wire.Op) bool {
