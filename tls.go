@@ -42,17 +42,27 @@ func LoadServerTLS(s ServerConfig) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if s.TLSClientCA != "" {
-		pem, err := os.ReadFile(s.TLSClientCA)
+		pool, err := LoadCertPool(s.TLSClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("read client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificate in it", s.TLSClientCA)
+			return nil, fmt.Errorf("client CA: %w", err)
 		}
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// LoadCertPool reads the PEM certificates of the file at path into a pool
+// (a CA to trust), failing when it holds none.
+func LoadCertPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }
 
 // tlsFront accepts TLS clients and hands their plaintext to the loop.

@@ -3,12 +3,10 @@ package httpup
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -84,13 +82,9 @@ func tlsConfig(c tether.HTTPConfig) (*tls.Config, error) {
 		InsecureSkipVerify: c.TLSSkipVerify,
 	}
 	if c.TLSCAFile != "" {
-		pem, err := os.ReadFile(c.TLSCAFile)
+		roots, err := tether.LoadCertPool(c.TLSCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("http.tls_ca_file: %w", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("http.tls_ca_file %s: no PEM certificate in it", c.TLSCAFile)
 		}
 		tc.RootCAs = roots
 	}
