@@ -2,11 +2,11 @@ package tether
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tether-php/tether/internal/resultcache"
+	"github.com/tether-php/tether/internal/sqltables"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -76,11 +76,10 @@ func (s *Server) runCachedKeyRead(ss *session, r *wire.Request) bool {
 			s.unpend(ss)
 			return false
 		}
-		s.onWorker(ss, r, t, func(ss *session, req *wire.Request, t target, deadline time.Time) {
+		// Counted already: the worker ends it.
+		s.onWorkerAdmitted(ss, r, t, cr.gen, func(ss *session, req *wire.Request, t target, deadline time.Time) {
 			s.leadKeyRead(ss, req, t, deadline, ticket, cr.start)
 		})
-		s.release(cr.gen) // onWorker counts the request itself
-		s.unpend(ss)
 	}
 	return true
 }
@@ -157,11 +156,7 @@ func (s *Server) readTables(lb *liveBackend, r *wire.Request) (tables []string, 
 	if cb == nil {
 		return nil, true, true // not a catalogued SQL backend: the whole backend
 	}
-	name := strings.ToLower(r.Table)
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Trim(name, "`\"")
+	name := sqltables.TableName(r.Table)
 	cat := cb.loadCatalog()
 	switch {
 	case cat == nil:

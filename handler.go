@@ -363,10 +363,16 @@ func (s *Server) spawn(ss *session, r *wire.Request, fn func(*session, *wire.Req
 // onWorker runs fn on a worker goroutine for a request whose backend is
 // resolved and admitted.
 func (s *Server) onWorker(ss *session, r *wire.Request, b target, fn func(*session, *wire.Request, target, time.Time)) {
-	req := *r // the scratch is reused for the next frame
-	deadline := s.deadline(r.TimeoutMS)
 	g := s.admit()
 	ss.pending.Add(1)
+	s.onWorkerAdmitted(ss, r, b, g, fn)
+}
+
+// onWorkerAdmitted is onWorker for a request already counted (admit, and
+// pending on its session); the worker ends both.
+func (s *Server) onWorkerAdmitted(ss *session, r *wire.Request, b target, g *backendSet, fn func(*session, *wire.Request, target, time.Time)) {
+	req := *r // the scratch is reused for the next frame
+	deadline := s.deadline(r.TimeoutMS)
 	s.workers.run(func() {
 		defer s.release(g)
 		defer s.unpend(ss)
