@@ -2,6 +2,7 @@ package sqltables_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tether-php/tether/internal/sqltables"
@@ -534,5 +535,25 @@ func BenchmarkAnalyze(b *testing.B) {
 				sqltables.Analyze(bc.d, bc.sql)
 			}
 		})
+	}
+}
+
+// TestTableName: a plain table name is named as Analyze names the table in a
+// statement.
+func TestTableName(t *testing.T) {
+	for name, sql := range map[string]string{
+		"Users":            "UPDATE Users SET a = 1",
+		"app.Users":        "UPDATE app.Users SET a = 1",
+		"`Users`":          "UPDATE `Users` SET a = 1",
+		`"public"."Users"`: `UPDATE "public"."Users" SET a = 1`,
+	} {
+		d := sqltables.MySQL
+		if strings.Contains(name, `"`) {
+			d = sqltables.PostgreSQL
+		}
+		info := sqltables.Analyze(d, sql)
+		if len(info.Tables) != 1 || sqltables.TableName(name) != info.Tables[0] {
+			t.Errorf("TableName(%q) = %q, Analyze(%q) names %v", name, sqltables.TableName(name), sql, info.Tables)
+		}
 	}
 }

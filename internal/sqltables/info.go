@@ -1,5 +1,7 @@
 package sqltables
 
+import "strings"
+
 // Dialect selects the lexical rules and built-ins of a SQL dialect.
 type Dialect uint8
 
@@ -103,4 +105,15 @@ type Info struct {
 	// PostgreSQL's set_config(). The cache must stop sharing the session's
 	// reads with others (or key them on that state) from then on.
 	Session bool
+}
+
+// TableName names a table given as a plain name (the key API's table, "app.Users"
+// or "`Users`") the way Info.Tables names those a statement reads or writes:
+// unqualified, unquoted, lower case. Writes found by Analyze and reads named
+// so meet in the result cache under one name.
+func TableName(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.ToLower(strings.Trim(name, "`\""))
 }
