@@ -136,8 +136,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The admin API stays up through the drain (its /readyz says so) and
-	// closes last.
+	// The admin API goes when a shutdown's drain begins (with the socket
+	// files, see below), or to the new process after an upgrade.
 	adminCfg := cfg.Admin
 	adminCfg.Socket = cfg.Admin.SocketPath(cfg.Server)
 	if adminCfg.Socket != "" {
