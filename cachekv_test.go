@@ -8,7 +8,6 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
-	"github.com/tether-php/tether/backend/sqlite"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -16,12 +15,7 @@ import (
 // program would: Tether does not see the write.
 func behind(t *testing.T, path, sql string) {
 	t.Helper()
-	b, _ := sqlite.New(tether.DefaultBackendConfig("sqlite", path))
-	if err := b.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
-	if _, err := b.Exec(context.Background(), tether.Statement{SQL: sql}); err != nil {
+	if _, err := openSQLite(t, path).Exec(context.Background(), tether.Statement{SQL: sql}); err != nil {
 		t.Fatal(err)
 	}
 }

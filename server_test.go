@@ -717,14 +717,21 @@ func TestServer_ShutdownLetsTransactionsCommit(t *testing.T) {
 	}
 }
 
-func sqliteCount(t *testing.T, path, table string) int64 {
+// openSQLite opens the SQLite database at path directly, as another program
+// would (Tether does not see what it does), until the test ends.
+func openSQLite(t *testing.T, path string) *sqlite.Backend {
 	t.Helper()
 	b, _ := sqlite.New(tether.DefaultBackendConfig("sqlite", path))
 	if err := b.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close(context.Background())
-	r, err := b.Query(context.Background(), tether.Statement{SQL: "SELECT COUNT(*) FROM " + table})
+	t.Cleanup(func() { b.Close(context.Background()) })
+	return b
+}
+
+func sqliteCount(t *testing.T, path, table string) int64 {
+	t.Helper()
+	r, err := openSQLite(t, path).Query(context.Background(), tether.Statement{SQL: "SELECT COUNT(*) FROM " + table})
 	if err != nil {
 		t.Fatal(err)
 	}
