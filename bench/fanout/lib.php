@@ -131,6 +131,28 @@ function join_variants(): array
         static fn (array $r): array => [(int) $r['id'], $r['name'], $r['group_code'], $r['group_name']],
         $rows,
     );
+    // The Tether variants with and without the result cache differ only in their TTL.
+    $tetherJoin = static fn (string $label, ?int $ttl): array => [
+        'label' => $label,
+        'tether' => true,
+        'make' => static function () use ($ttl): Closure {
+            $c = tether_client();
+            return static fn (int $first, int $last): array => tether_join($c, $first, $last, $ttl)->rows();
+        },
+        'canon' => static fn (array $rows): array => array_map(
+            static fn (array $r): array => [(int) $r['id'], $r['name'], $r['group_code'], $r['groups.name']],
+            $rows,
+        ),
+    ];
+    $tetherSql = static fn (string $label, ?int $ttl): array => [
+        'label' => $label,
+        'tether' => true,
+        'make' => static function () use ($ttl): Closure {
+            $c = tether_client();
+            return static fn (int $first, int $last): array => $c->query(SQL_JOIN, [$first, $last], null, null, $ttl);
+        },
+        'canon' => $sqlCanon,
+    ];
     return [
         'pdo-prepared' => [
             'label' => 'PDO, server-side prepared statement',
@@ -156,20 +178,7 @@ function join_variants(): array
             },
             'canon' => $sqlCanon,
         ],
-        'tether-join' => [
-            'label' => 'Tether join (query users, groups by key, sorted in tetherd)',
-            'tether' => true,
-            'make' => static function (): Closure {
-                $c = tether_client();
-                return static function (int $first, int $last) use ($c): array {
-                    return tether_join($c, $first, $last)->rows();
-                };
-            },
-            'canon' => static fn (array $rows): array => array_map(
-                static fn (array $r): array => [(int) $r['id'], $r['name'], $r['group_code'], $r['groups.name']],
-                $rows,
-            ),
-        ],
+        'tether-join' => $tetherJoin('Tether join (query users, groups by key, sorted in tetherd)', null),
         'tether-join-columns' => [
             'label' => 'Tether join, used by column (no rows built)',
             'tether' => true,
@@ -184,42 +193,9 @@ function join_variants(): array
                 $r->column('id'), $r->column('name'), $r->column('group_code'), $r->column('groups.name'),
             ),
         ],
-        'tether-join-cached' => [
-            'label' => 'Tether join with cache_ttl_ms 60000 (the same random ranges: hits only where a range repeats)',
-            'tether' => true,
-            'make' => static function (): Closure {
-                $c = tether_client();
-                return static function (int $first, int $last) use ($c): array {
-                    return tether_join($c, $first, $last, 60000)->rows();
-                };
-            },
-            'canon' => static fn (array $rows): array => array_map(
-                static fn (array $r): array => [(int) $r['id'], $r['name'], $r['group_code'], $r['groups.name']],
-                $rows,
-            ),
-        ],
-        'tether-sql-cached' => [
-            'label' => 'Tether query running the SQL join, cache_ttl_ms 60000',
-            'tether' => true,
-            'make' => static function (): Closure {
-                $c = tether_client();
-                return static function (int $first, int $last) use ($c): array {
-                    return $c->query(SQL_JOIN, [$first, $last], null, null, 60000);
-                };
-            },
-            'canon' => $sqlCanon,
-        ],
-        'tether-sql' => [
-            'label' => 'Tether query running the SQL join (reference)',
-            'tether' => true,
-            'make' => static function (): Closure {
-                $c = tether_client();
-                return static function (int $first, int $last) use ($c): array {
-                    return $c->query(SQL_JOIN, [$first, $last]);
-                };
-            },
-            'canon' => $sqlCanon,
-        ],
+        'tether-join-cached' => $tetherJoin('Tether join with cache_ttl_ms 60000 (the same random ranges: hits only where a range repeats)', 60000),
+        'tether-sql-cached' => $tetherSql('Tether query running the SQL join, cache_ttl_ms 60000', 60000),
+        'tether-sql' => $tetherSql('Tether query running the SQL join (reference)', null),
     ];
 }
 
