@@ -27,10 +27,21 @@ func init() {
 	register(campaign{name: "fuzz", title: "Coverage-guided fuzzing of the frame decoder and the request handler", run: runFuzz})
 }
 
-// fuzzTarget is one fuzz test and its package, relative to the repository root.
-type fuzzTarget struct{ name, pkg string }
+// fuzzTarget is one fuzz test and its package, relative to the repository
+// root, and the executions it gets per second of the campaign's budget.
+//
+// The budget is a count (-fuzztime Nx), not a duration: with a duration, Go's
+// fuzz coordinator (go1.26 and older) can fail a run that found nothing with
+// "context deadline exceeded" when the deadline races a worker's last
+// execution (golang/go#75804, fixed in go1.27). A count has no deadline to
+// race. The rates are what a 2-core CI machine does, so that a budget of s
+// seconds takes about s seconds there.
+type fuzzTarget struct {
+	name, pkg      string
+	execsPerSecond int64
+}
 
-var fuzzTargets = []fuzzTarget{{"FuzzDecodeRequest", "./wire"}, {"FuzzServeFrame", "."}}
+var fuzzTargets = []fuzzTarget{{"FuzzDecodeRequest", "./wire", 40000}, {"FuzzServeFrame", ".", 1200}}
 
 // fuzzBuildTime bounds the build of a fuzz test binary (instrumented: the
 // first build after a change compiles every dependency again).
@@ -54,7 +65,7 @@ type fuzzRun struct {
 }
 
 func runFuzz(e *env, r *report) error {
-	fuzzTime := time.Duration(e.scale(150, 10)) * time.Second
+	seconds := int64(e.scale(150, 10))
 	root, err := os.Getwd()
 	if err != nil {
 		return err
@@ -66,23 +77,25 @@ func runFuzz(e *env, r *report) error {
 	if err != nil {
 		return err
 	}
-	r.say("`go test -run '^$' -fuzz <target> -fuzztime %s` for each target, from the repository root, with GOCACHE `%s` "+
+	r.say("`go test -run '^$' -fuzz <target> -fuzztime <N>x` for each target (N: what the target runs in %ds on a 2-core "+
+		"machine), from the repository root, with GOCACHE `%s` "+
 		"(the fuzz corpus is kept in its `fuzz/` directory: each run goes on from the inputs earlier runs found). "+
 		"FuzzServeFrame drives a real Server over its Unix socket and TCP listener, with fake backends that answer small "+
 		"results, errors, timeouts and slowness as a request's text asks; its property: exactly one reply to every frame "+
 		"with the id docs/protocol.md says (or a reply and a close where it says so), no `internal` error, a ping answered "+
 		"afterwards, and once the client has gone no session, request, transaction or backend transaction left behind.",
-		fuzzTime, cache)
+		seconds, cache)
 	var rows [][]string
 	for _, t := range fuzzTargets {
-		e.logf("fuzz: %s in %s for %s", t.name, t.pkg, fuzzTime)
-		run, err := fuzzOnce(e, root, cache, t, fuzzTime)
+		execs := t.execsPerSecond * seconds
+		e.logf("fuzz: %s in %s for %d executions", t.name, t.pkg, execs)
+		run, err := fuzzOnce(e, root, cache, t, execs)
 		if err == nil && run.buildFailed {
 			// Seen once while other builds shared the cache: a dependency's
 			// export data missing. Not the code's fault if a second build works.
 			r.say("%s: the build failed, and was tried again (the first output: `%s`):\n\n```\n%s\n```", t.name, run.logPath, run.failure)
 			os.Rename(run.logPath, run.logPath+".build-failed")
-			run, err = fuzzOnce(e, root, cache, t, fuzzTime)
+			run, err = fuzzOnce(e, root, cache, t, execs)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
@@ -140,12 +153,16 @@ var (
 	fuzzCrasherRe  = regexp.MustCompile(`Failing input written to (\S+)`)
 )
 
-// fuzzOnce runs one target for d and reads what it reported.
-func fuzzOnce(e *env, root, cache string, t fuzzTarget, d time.Duration) (*fuzzRun, error) {
+// fuzzOnce runs one target for a number of executions and reads what it
+// reported.
+func fuzzOnce(e *env, root, cache string, t fuzzTarget, execs int64) (*fuzzRun, error) {
 	run := &fuzzRun{target: t, logPath: filepath.Join(e.dir, "fuzz-"+t.name+".log")}
+	// A machine slower than the rates assume still gets four times the
+	// budget's time before the run is interrupted.
+	d := 4 * time.Duration(execs/t.execsPerSecond) * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), fuzzBuildTime+d+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-fuzz", "^"+t.name+"$", "-fuzztime", d.String(), t.pkg)
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-fuzz", "^"+t.name+"$", "-fuzztime", fmt.Sprintf("%dx", execs), t.pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOCACHE="+cache)
 	// go test starts the test binary, which starts the workers: on timeout,
