@@ -177,6 +177,14 @@ type sampler struct {
 
 func (d *loopDB) sample(t *testing.T) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	// A test that ends early (Fatal) stops it too, before the watcher closes.
+	t.Cleanup(func() {
+		select {
+		case <-s.stop:
+		default:
+			s.finish()
+		}
+	})
 	go func() {
 		defer close(s.done)
 		for {
@@ -435,6 +443,67 @@ func TestLoopSQL_PoolHolds(t *testing.T) {
 				c.ok(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
 			}
 		})
+	}
+}
+
+// TestLoopSQL_SlowKillsKeepTheBound: MariaDB can take 2 s over one KILL
+// QUERY when several sessions sleep in SLEEP() (it retries waking the victim),
+// so that the cancels of many clients that vanish at once queue for seconds
+// on the side connection. Before, a KILL still running when its cancel's
+// context ended made go-sql-driver close the side connection, and the next
+// cancel opened another while the server still listed the first, running
+// its KILL: max_conns + 2 sessions. The bound must hold however long the
+// server takes, and every statement must still stop.
+func TestLoopSQL_SlowKillsKeepTheBound(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		if d.typ != "mysql" {
+			continue
+		}
+		const maxConns = 32
+		ts := d.start(t, func(bc *tether.BackendConfig) { bc.MaxConns, bc.MinConns = maxConns, maxConns })
+		smp := d.sample(t)
+		marker := fmt.Sprintf("slow_kills_%d", time.Now().UnixNano())
+		for round := 0; round < 2; round++ {
+			var wg sync.WaitGroup
+			for i := 0; i < maxConns; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("unix", ts.socket)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					cl := &client{t: t, conn: c}
+					cl.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: d.sleep(30, marker)})
+					time.Sleep(300 * time.Millisecond)
+					c.Close() // gone, its statement running
+				}()
+			}
+			wg.Wait()
+			start := time.Now()
+			for {
+				n, err := d.running(context.Background(), marker)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if time.Since(start) > 25*time.Second {
+					t.Fatalf("round %d: %d statements still running 25 s after their clients went", round, n)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("round %d: %d statements of vanished clients stopped %s after they went", round, maxConns, time.Since(start).Round(time.Millisecond))
+		}
+		smp.finish()
+		t.Logf("tetherd's server sessions: at most %d at once over %d samples (max_conns %d)", smp.max.Load(), smp.samples.Load(), maxConns)
+		if m := smp.max.Load(); m > maxConns+1 {
+			t.Errorf("tetherd held %d server sessions at once with max_conns %d (+1 side connection)", m, maxConns)
+		}
+		c := dial(t, ts)
+		c.ok(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
 	}
 }
 
