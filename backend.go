@@ -165,3 +165,12 @@ type PoolStats struct {
 	DialErrors int64 `json:"dial_errors"`
 	Cancels    int64 `json:"cancels"`
 }
+
+// addCounters adds o's counters (not its gauges) to s.
+func (s *PoolStats) addCounters(o PoolStats) {
+	s.Waiting += o.Waiting
+	s.Resets += o.Resets
+	s.Dials += o.Dials
+	s.DialErrors += o.DialErrors
+	s.Cancels += o.Cancels
+}

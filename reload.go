@@ -277,7 +277,28 @@ func (s *Server) takeRetiring(lb *liveBackend) bool {
 		return false
 	}
 	delete(s.retiringSet, lb)
+	if s.retiredTotals == nil {
+		s.retiredTotals = map[string]PoolStats{}
+	}
+	total := s.retiredTotals[lb.name]
+	total.addCounters(lb.b.Stats())
+	s.retiredTotals[lb.name] = total
 	return true
+}
+
+// countersSince returns the counters of backend name's pools that a reload
+// replaced: those closed and those still retiring. Their sum with the
+// current pool's counters counts since tetherd started.
+func (s *Server) countersSince(name string) PoolStats {
+	s.retireMu.Lock()
+	defer s.retireMu.Unlock()
+	total := s.retiredTotals[name]
+	for lb := range s.retiringSet {
+		if lb.name == name {
+			total.addCounters(lb.b.Stats())
+		}
+	}
+	return total
 }
 
 // retiringBackends lists the backends a reload retired that are not closed
@@ -364,6 +385,10 @@ type retireState struct {
 	reloadMu    sync.Mutex // one reload at a time
 	retireMu    sync.Mutex
 	retiringSet map[*liveBackend]struct{}
-	retiring    sync.WaitGroup // retire goroutines
-	closing     chan struct{}  // closed when the server shuts down
+	// retiredTotals: by backend name, the counters of the pools a reload
+	// replaced and that are closed, so that a backend's counters keep
+	// counting across reloads (Prometheus counters never go down).
+	retiredTotals map[string]PoolStats
+	retiring      sync.WaitGroup // retire goroutines
+	closing       chan struct{}  // closed when the server shuts down
 }

@@ -388,3 +388,67 @@ func TestReload_SessionSettingsFollow(t *testing.T) {
 		})
 	}
 }
+
+// TestReload_CountersCarryOn: a backend's pool counters (dials, waits,
+// cancels...) count since tetherd started, across the reloads that replace
+// its pool: a Prometheus counter must never go down. Before, they started
+// again from 0 with each new pool.
+func TestReload_CountersCarryOn(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			bc := tether.DefaultBackendConfig(d.typ, d.dsn)
+			bc.MaxConns, bc.MinConns = 2, 2
+			b, err := buildBackend("db", bc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := startServerWith(t, func(c *tether.Config) { c.Backends["db"] = bc }, map[string]tether.Backend{"db": b})
+			dials := func() int64 {
+				for _, p := range ts.Snapshot().Pools {
+					if p.Backend == "db" && !p.Retiring {
+						return p.Stats.Dials
+					}
+				}
+				t.Fatal("no pool db")
+				return 0
+			}
+			// atLeast waits for the pools' dials (min_conns are dialled in
+			// the background) to reach n.
+			atLeast := func(n int64) int64 {
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					got := dials()
+					if got >= n || time.Now().After(deadline) {
+						return got
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			c := dial(t, ts)
+			last := atLeast(2)
+			if last < 2 {
+				t.Fatalf("dials %d, want at least min_conns (2)", last)
+			}
+			for i := 0; i < 5; i++ {
+				cfg := copyConfig(ts.cfg)
+				nb := cfg.Backends["db"]
+				nb.MaxConns = 3 + i%2 // a change: the pool is replaced
+				cfg.Backends["db"] = nb
+				reload(t, ts, cfg)
+				c.ok(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
+				if now := atLeast(last + 2); now < last+2 {
+					t.Fatalf("reload %d: dials went from %d to %d; the new pool's 2 dials should add to them", i, last, now)
+				}
+				last = dials()
+				waitRetired(t, ts, 10*time.Second)
+				if now := dials(); now < last {
+					t.Fatalf("reload %d: dials went down from %d to %d once the old pool closed", i, last, now)
+				}
+				last = dials()
+			}
+			if last < 12 {
+				t.Fatalf("dials %d after 5 reloads of a pool of min_conns 2, want at least 12", last)
+			}
+		})
+	}
+}

@@ -72,9 +72,12 @@ type CacheSnapshot struct {
 
 // PoolSnapshot is one backend's pool.
 type PoolSnapshot struct {
-	Backend string    `json:"backend"`
-	Type    string    `json:"type"`
-	Stats   PoolStats `json:"stats"`
+	Backend string `json:"backend"`
+	Type    string `json:"type"`
+	// Stats: a current pool's counters count since tetherd started, those
+	// of the pools a reload replaced for its backend included; a retiring
+	// pool's are its own (already in its successor's).
+	Stats PoolStats `json:"stats"`
 	// CacheByTable: writes drop only what read their tables (the
 	// backend's catalog is known); false drops its whole cache.
 	CacheByTable bool `json:"cache_by_table"`
@@ -110,7 +113,9 @@ func (s *Server) Snapshot() Snapshot {
 	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
 	snap.Frequent = s.frequent.top(maxRecent)
 	for _, lb := range s.backends() {
-		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: lb.b.Stats(),
+		st := lb.b.Stats()
+		st.addCounters(s.countersSince(lb.name))
+		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st,
 			CacheByTable: s.CacheByTable(lb.name)})
 	}
 	retiring := s.retiringBackends()

@@ -198,7 +198,13 @@ func (p *Pool) Open(ctx context.Context) error {
 		go func() { defer wg.Done(); srvs[i], errs[i] = p.drv.Dial(cctx) }()
 	}
 	wg.Wait()
+	p.stDials.Add(int64(len(srvs)))
 	if err := errors.Join(errs...); err != nil {
+		for _, err := range errs {
+			if err != nil {
+				p.stDialErrors.Add(1)
+			}
+		}
 		for _, s := range srvs {
 			if s != nil {
 				s.Close()
