@@ -131,6 +131,17 @@ func dial(t testing.TB, ts *testServer) *client {
 	return &client{t: t, conn: c}
 }
 
+// dialInGoroutine is dial for a goroutine other than the test's: it reports
+// a failure with t.Error and returns nil. The caller closes the connection.
+func dialInGoroutine(t testing.TB, ts *testServer) *client {
+	c, err := net.Dial("unix", ts.socket)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	return &client{t: t, conn: c}
+}
+
 func (c *client) sendRaw(b []byte) {
 	c.t.Helper()
 	if _, err := c.conn.Write(b); err != nil {

@@ -379,13 +379,11 @@ func TestLoopSQL_PoolHolds(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						c, err := net.Dial("unix", ts.socket)
-						if err != nil {
-							t.Error(err)
+						cl := dialInGoroutine(t, ts)
+						if cl == nil {
 							return
 						}
-						defer c.Close()
-						cl := &client{t: t, conn: c}
+						defer cl.conn.Close()
 						cl.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: sql, TimeoutMS: timeoutMS})
 						if vanishAfter > 0 {
 							time.Sleep(vanishAfter)
@@ -469,15 +467,13 @@ func TestLoopSQL_SlowKillsKeepTheBound(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c, err := net.Dial("unix", ts.socket)
-					if err != nil {
-						t.Error(err)
+					cl := dialInGoroutine(t, ts)
+					if cl == nil {
 						return
 					}
-					cl := &client{t: t, conn: c}
 					cl.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: d.sleep(30, marker)})
 					time.Sleep(300 * time.Millisecond)
-					c.Close() // gone, its statement running
+					cl.conn.Close() // gone, its statement running
 				}()
 			}
 			wg.Wait()
