@@ -179,7 +179,14 @@ func (s *Server) Reload(ctx context.Context, cfg Config, build NewBackendFunc) (
 	s.metrics.addBackends(sortedKeys(next))
 	swapped := make(chan struct{})
 	s.loop.Post(func() {
+		// The set and the retiring backends change together, so that a
+		// snapshot counts each pool once (poolSnapshots).
+		s.retireMu.Lock()
 		s.set.Store(set)
+		for _, old := range retired {
+			s.retiringSet[old] = struct{}{}
+		}
+		s.retireMu.Unlock()
 		// What the replaced backends cached may not be what their
 		// successors would read: gone before any request reaches those.
 		for _, old := range retired {
@@ -212,9 +219,6 @@ func (s *Server) Reload(ctx context.Context, cfg Config, build NewBackendFunc) (
 	}
 	s.retiring.Add(len(retired))
 	for _, old := range retired {
-		s.retireMu.Lock()
-		s.retiringSet[old] = struct{}{}
-		s.retireMu.Unlock()
 		go s.retire(cur, old)
 	}
 	rep.Took = time.Since(start).Round(time.Microsecond).String()
@@ -286,19 +290,32 @@ func (s *Server) takeRetiring(lb *liveBackend) bool {
 	return true
 }
 
-// countersSince returns the counters of backend name's pools that a reload
-// replaced: those closed and those still retiring. Their sum with the
-// current pool's counters counts since tetherd started.
-func (s *Server) countersSince(name string) PoolStats {
+// poolSnapshots returns the current pools, then the retiring ones. A
+// current pool's counters count since tetherd started: those of the pools a
+// reload replaced for its backend (closed or still retiring) are added to
+// its own. All under retireMu, which a reload's swap also holds, so that each
+// pool is counted once.
+func (s *Server) poolSnapshots() (current, retiring []PoolSnapshot) {
 	s.retireMu.Lock()
 	defer s.retireMu.Unlock()
-	total := s.retiredTotals[name]
-	for lb := range s.retiringSet {
-		if lb.name == name {
-			total.addCounters(lb.b.Stats())
-		}
+	since := make(map[string]PoolStats, len(s.retiredTotals))
+	for name, st := range s.retiredTotals {
+		since[name] = st
 	}
-	return total
+	for lb := range s.retiringSet {
+		st := lb.b.Stats()
+		retiring = append(retiring, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st, Retiring: true})
+		total := since[lb.name]
+		total.addCounters(st)
+		since[lb.name] = total
+	}
+	sort.Slice(retiring, func(i, j int) bool { return retiring[i].Backend < retiring[j].Backend })
+	for _, lb := range s.backends() {
+		st := lb.b.Stats()
+		st.addCounters(since[lb.name])
+		current = append(current, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st})
+	}
+	return current, retiring
 }
 
 // retiringBackends lists the backends a reload retired that are not closed

@@ -429,6 +429,36 @@ func TestReload_CountersCarryOn(t *testing.T) {
 			if last < 2 {
 				t.Fatalf("dials %d, want at least min_conns (2)", last)
 			}
+			// Sampled all along: never lower than the sample before, the
+			// moments of each swap included.
+			var wentDown atomic.Value
+			stop, sampled := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(sampled)
+				prev := int64(0)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for _, p := range ts.Snapshot().Pools {
+						if p.Backend == "db" && !p.Retiring {
+							if p.Stats.Dials < prev {
+								wentDown.CompareAndSwap(nil, fmt.Sprintf("dials went from %d to %d", prev, p.Stats.Dials))
+							}
+							prev = p.Stats.Dials
+						}
+					}
+				}
+			}()
+			defer func() {
+				close(stop)
+				<-sampled
+				if msg := wentDown.Load(); msg != nil {
+					t.Errorf("sampled during the reloads: %s", msg)
+				}
+			}()
 			for i := 0; i < 5; i++ {
 				cfg := copyConfig(ts.cfg)
 				nb := cfg.Backends["db"]

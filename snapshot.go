@@ -112,17 +112,12 @@ func (s *Server) Snapshot() Snapshot {
 	snap.Requests = s.metrics.snapshot()
 	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
 	snap.Frequent = s.frequent.top(maxRecent)
-	for _, lb := range s.backends() {
-		st := lb.b.Stats()
-		st.addCounters(s.countersSince(lb.name))
-		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st,
-			CacheByTable: s.CacheByTable(lb.name)})
+	current, retiring := s.poolSnapshots()
+	for _, p := range current {
+		p.CacheByTable = s.CacheByTable(p.Backend)
+		snap.Pools = append(snap.Pools, p)
 	}
-	retiring := s.retiringBackends()
-	sort.Slice(retiring, func(i, j int) bool { return retiring[i].name < retiring[j].name })
-	for _, lb := range retiring {
-		snap.Pools = append(snap.Pools, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: lb.b.Stats(), Retiring: true})
-	}
+	snap.Pools = append(snap.Pools, retiring...)
 	return snap
 }
 
