@@ -134,6 +134,7 @@ type Pool struct {
 	janitorStop chan struct{}
 	janitorDone chan struct{}
 	closeOnce   sync.Once
+	closeBegun  atomic.Bool // Close has begun: terminations stop retrying
 }
 
 var _ loopsql.Backend = (*Pool)(nil)
@@ -235,6 +236,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closeOnce.Do(func() {
+		p.closeBegun.Store(true)
 		if p.janitorStop != nil {
 			close(p.janitorStop)
 			<-p.janitorDone
@@ -916,6 +918,12 @@ func (p *Pool) cancel(c *Conn) {
 	p.kill(c)
 }
 
+// Pauses between the tries of a termination the server has not confirmed.
+const (
+	firstTerminatePause = 100 * time.Millisecond
+	maxTerminatePause   = 5 * time.Second
+)
+
 // Pauses between the Cancels of one cancel: the first soon, then less often.
 const (
 	firstKillPause = 10 * time.Millisecond
@@ -1034,9 +1042,23 @@ func (p *Pool) terminate(c *Conn, why string) {
 		c.tx = nil
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
-		err := p.drv.Terminate(ctx, srv)
-		cancel()
+		// The slot stays taken until the server confirms: tried again, less
+		// and less often, while the confirmation fails (the side connection
+		// busy with slow KILLs for longer than a try's deadline, the server
+		// unreachable), until the pool closes.
+		pause := firstTerminatePause
+		var err error
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+			err = p.drv.Terminate(ctx, srv)
+			cancel()
+			if err == nil || p.closeBegun.Load() {
+				break
+			}
+			p.log.Warn("terminate session: not confirmed yet; its slot stays taken", "backend", p.name, "conn", srv.String(), "err", err, "next_try_in", pause)
+			time.Sleep(pause)
+			pause = min(2*pause, maxTerminatePause)
+		}
 		p.loop.Post(func() {
 			if err != nil {
 				p.log.Error("terminate session", "backend", p.name, "conn", srv.String(), "err", err)
