@@ -108,8 +108,9 @@ type driver struct {
 	pooled         map[string]bool
 	pool           *sqlpool.Pool
 
-	sideMu sync.Mutex
-	side   *sql.DB // for KILL: opened on first use, one connection at most
+	sideMu     sync.Mutex
+	sideClosed bool    // Close ran: no side connection opens again
+	side       *sql.DB // for KILL: opened on first use, one connection at most
 }
 
 func (d *driver) loop() *evloop.Loop { return d.pool.Loop() }
@@ -216,6 +217,9 @@ func (d *driver) onSide(ctx context.Context, f func(*sql.Conn) error) error {
 	return f(side)
 }
 
+// errSideClosed: the backend is closed, and its side connection with it.
+var errSideClosed = errors.New("mysql: backend closed: no side connection")
+
 func isUnknownThread(err error) bool {
 	var me *gosql.MySQLError
 	return errors.As(err, &me) && me.Number == 1094
@@ -229,6 +233,9 @@ func (d *driver) sideDB() (*sql.DB, error) {
 	defer d.sideMu.Unlock()
 	if d.side != nil {
 		return d.side, nil
+	}
+	if d.sideClosed {
+		return nil, errSideClosed
 	}
 	mc := d.cfg.Clone()
 	mc.Timeout = d.connectTimeout
@@ -250,6 +257,7 @@ func (d *driver) sideDB() (*sql.DB, error) {
 func (d *driver) Close() error {
 	d.sideMu.Lock()
 	defer d.sideMu.Unlock()
+	d.sideClosed = true
 	if d.side != nil {
 		err := d.side.Close()
 		d.side = nil

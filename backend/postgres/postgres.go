@@ -100,8 +100,9 @@ type driver struct {
 	pooled        map[string]bool
 	pool          *sqlpool.Pool
 
-	sideMu sync.Mutex
-	side   *pgx.Conn // for pg_terminate_backend: opened on first use
+	sideMu     sync.Mutex
+	sideClosed bool      // Close ran: no side connection opens again
+	side       *pgx.Conn // for pg_terminate_backend: opened on first use
 }
 
 func (d *driver) loop() *evloop.Loop { return d.pool.Loop() }
@@ -182,6 +183,9 @@ func (d *driver) Terminate(ctx context.Context, sc sqlpool.ServerConn) error {
 	c := sc.(*conn)
 	d.sideMu.Lock()
 	defer d.sideMu.Unlock()
+	if d.sideClosed {
+		return errors.New("postgres: backend closed: no side connection")
+	}
 	if d.side == nil || d.side.IsClosed() {
 		side, err := pgx.ConnectConfig(ctx, d.sideCfg)
 		if err != nil {
@@ -203,6 +207,7 @@ func (d *driver) Terminate(ctx context.Context, sc sqlpool.ServerConn) error {
 func (d *driver) Close() error {
 	d.sideMu.Lock()
 	defer d.sideMu.Unlock()
+	d.sideClosed = true
 	if d.side != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
