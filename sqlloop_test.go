@@ -212,6 +212,26 @@ func (d *loopDB) sample(t *testing.T) *sampler {
 
 func (s *sampler) finish() { close(s.stop); <-s.done }
 
+// okOnceFree sends r until it is answered with anything but busy, for up to
+// 8 s, and fails on an error. For the first statement after cancels: a
+// connection stays out of the pool until its KILL has returned, and MariaDB
+// can take 2 s over a KILL of a statement in SLEEP() (several go one after
+// the other on the side connection), or cancel_timeout (5 s) ends it.
+func (c *client) okOnceFree(r wire.Request) *wire.Reply {
+	c.t.Helper()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		rep := c.do(r)
+		e := rep.Error()
+		if e == nil {
+			return rep
+		}
+		if fmt.Sprint(e["code"]) != string(tether.CodeBusy) || time.Now().After(deadline) {
+			c.t.Fatalf("%s %q: %v", r.Op, r.SQL, e)
+		}
+	}
+}
+
 // TestLoopSQL_SessionSettings runs 10,000 short sessions that set their
 // session variables as PHP frameworks' connectors do, many at once with
 // different values: each statement must see its own client's values, and
@@ -435,21 +455,10 @@ func TestLoopSQL_PoolHolds(t *testing.T) {
 			if m := smp.max.Load(); m > maxConns+1 {
 				t.Errorf("tetherd held %d server sessions at once with max_conns %d", m, maxConns)
 			}
-			// And the pool serves again, once its connections are back: a
-			// connection stays out until its KILL has returned, and MariaDB
-			// can take 2 s over a KILL of a SLEEP (four of them, one after
-			// the other on the side connection), or cancel_timeout (5 s)
-			// ends it. Busy is retried until then; any other error fails.
+			// And the pool serves again, once its connections are back.
 			c := dial(t, ts)
-			deadline := time.Now().Add(8 * time.Second)
 			for i := 0; i < 20; i++ {
-				rep := c.do(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
-				if e := rep.Error(); e != nil {
-					if fmt.Sprint(e["code"]) != string(tether.CodeBusy) || time.Now().After(deadline) {
-						t.Fatalf("SELECT 1 after the storms: %v", e)
-					}
-					i--
-				}
+				c.okOnceFree(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
 			}
 		})
 	}
@@ -512,7 +521,7 @@ func TestLoopSQL_SlowKillsKeepTheBound(t *testing.T) {
 			t.Errorf("tetherd held %d server sessions at once with max_conns %d (+1 side connection)", m, maxConns)
 		}
 		c := dial(t, ts)
-		c.ok(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
+		c.okOnceFree(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
 	}
 }
 
@@ -570,9 +579,7 @@ func TestLoopSQL_PipelinedStatementsCancelled(t *testing.T) {
 			// The connection is kept: a statement runs on it, and the pool's
 			// session is still there (a terminated one would have been
 			// replaced; MySQL's side connection for KILL may be new).
-			if rep := cl.do(wire.Request{ID: 2, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"}); rep.Error() != nil {
-				t.Fatalf("the next statement: %v", rep.Error())
-			}
+			cl.okOnceFree(wire.Request{ID: 2, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})
 			after, err := d.sessions(ctx)
 			if err != nil {
 				t.Fatal(err)
