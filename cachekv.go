@@ -30,12 +30,23 @@ import (
 // cachedKeyRead is a key-API read or a join waiting on an identical one in
 // flight: a resultcache.Waiter.
 type cachedKeyRead struct {
-	s     *Server
-	ss    *session
-	req   wire.Request
-	start time.Time
-	gen   *backendSet
-	done  atomic.Bool
+	s       *Server
+	ss      *session
+	req     wire.Request
+	backend string // its label in the request metrics (metricsBackend)
+	start   time.Time
+	gen     *backendSet
+	done    atomic.Bool
+}
+
+// metricsBackend is a cached key read's backend label in the request
+// metrics: the backend it ran on, or none for a join, as when it runs
+// uncached (docs/operations.md, tether_requests_total).
+func metricsBackend(r *wire.Request, t target) string {
+	if r.Op == wire.OpJoin {
+		return ""
+	}
+	return t.name
 }
 
 // columnarReply reports whether r's result goes out column-oriented (every
@@ -56,14 +67,14 @@ func (s *Server) runCachedKeyRead(ss *session, r *wire.Request) bool {
 	}
 	// Counted before Begin: once registered, cr may be served at once from
 	// the leader's worker goroutine.
-	cr := &cachedKeyRead{s: s, ss: ss, req: *r, start: time.Now(), gen: s.admit()}
+	cr := &cachedKeyRead{s: s, ss: ss, req: *r, backend: metricsBackend(r, t), start: time.Now(), gen: s.admit()}
 	ss.pending.Add(1)
 	out, value, ticket := s.cache.Begin(&read, cr)
 	switch out {
 	case resultcache.Hit:
 		s.release(cr.gen)
 		s.unpend(ss)
-		took := s.observed(r.Op, t.name, "", nil, cr.start)
+		took := s.observed(r.Op, cr.backend, "", nil, cr.start)
 		id, columnar := r.ID, columnarReply(r)
 		s.replyNow(ss, func(b []byte) []byte {
 			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
@@ -180,7 +191,7 @@ func (s *Server) leadKeyRead(ss *session, r *wire.Request, t target, deadline ti
 	res, err := s.execute(ctx, run, nil, r)
 	err = classify(ctx, err)
 	cancel()
-	took := s.observed(r.Op, t.name, "", err, start)
+	took := s.observed(r.Op, metricsBackend(r, t), "", err, start)
 	s.logFailure(r, err)
 	columnar := columnarReply(r)
 	if err == nil && res.Cursor == nil {
@@ -224,7 +235,7 @@ func (cr *cachedKeyRead) Served(value []byte, err error) {
 	}
 	defer s.release(cr.gen)
 	defer s.unpend(ss)
-	took := s.observed(r.Op, r.Backend, "", err, cr.start)
+	took := s.observed(r.Op, cr.backend, "", err, cr.start)
 	if err != nil {
 		e := AsError(err)
 		s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID, Took: took}, e) })
