@@ -181,7 +181,7 @@ func (s *Server) endTx(t *txState, why *Error) {
 	// client hears of it: its backend's cached results go.
 	// The backend it began on, or the one of its name now if a reload
 	// replaced it meanwhile: what either cached may read what it wrote.
-	if cur := s.live(t.backend); s.cache != nil && (t.live.cacheUsed.Load() || cur != nil && cur.cacheUsed.Load()) {
+	if s.cache != nil && (t.live.cacheUsed.Load() || s.cacheUsedNow(t.backend)) {
 		tables, all, ddl := t.writes.take()
 		if ddl { // committed (or rolled back) now: the catalog as it stands
 			s.noteDDL(t.backend)
@@ -223,6 +223,13 @@ const (
 
 var rollbackCauseNames = [numRollbackCauses]string{"client_gone", "idle_timeout", "shutdown"}
 
+// cacheUsedNow reports whether the backend of that name now (a reload may
+// have replaced the one a transaction began on) has cached results.
+func (s *Server) cacheUsedNow(name string) bool {
+	cur := s.live(name)
+	return cur != nil && cur.cacheUsed.Load()
+}
+
 // rollbacks counts the transactions the server rolled back, by cause.
 type rollbacks [numRollbackCauses]atomic.Uint64
 
@@ -237,13 +244,11 @@ func (r *rollbacks) snapshot() map[string]uint64 {
 // abortTx rolls t back on the server's initiative, after whatever is already
 // queued on it; the owner's later requests on it get tx_aborted.
 func (s *Server) abortTx(t *txState, cause rollbackCause, why string) {
-	if t.endedErr() == nil {
-		s.rollbacks[cause].Add(1)
-	}
 	if t.ltx != nil {
 		if t.endedErr() != nil {
 			return
 		}
+		s.rollbacks[cause].Add(1)
 		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
 		// The backend cancels a statement of it still running, then rolls back.
 		s.loop.Post(func() { t.lb.AbortTx(t.ltx, why) })
@@ -252,8 +257,9 @@ func (s *Server) abortTx(t *txState, cause rollbackCause, why string) {
 	}
 	t.submit(s, func() {
 		if t.endedErr() != nil {
-			return
+			return // a commit queued before it ended the transaction
 		}
+		s.rollbacks[cause].Add(1)
 		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
 		s.rollbackDetached(t, why)
 	})
