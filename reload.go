@@ -240,7 +240,8 @@ func (g *backendSet) drain() {
 
 // retire closes lb, replaced or removed by a reload that replaced set g, once
 // the requests admitted before the swap are over and its transactions have
-// ended. A shutdown meanwhile closes it itself (closeRetiring).
+// ended. A shutdown meanwhile closes it itself (Shutdown, which takes it
+// with takeRetiring).
 func (s *Server) retire(g *backendSet, lb *liveBackend) {
 	defer s.retiring.Done()
 	select {
