@@ -30,6 +30,15 @@ import (
 // on to the next). cmd/tetherd's is tableflip's ListenWithCallback.
 type ListenFunc func(network, addr string, create func(network, addr string) (net.Listener, error)) (net.Listener, error)
 
+// Listen returns a listener for network and addr from f; a nil f has create
+// make it (nothing is inherited).
+func (f ListenFunc) Listen(network, addr string, create func(network, addr string) (net.Listener, error)) (net.Listener, error) {
+	if f == nil {
+		return create(network, addr)
+	}
+	return f(network, addr, create)
+}
+
 // handoverSweep is how often, while handing clients over, idle connections
 // are looked for.
 const handoverSweep = 2 * time.Millisecond

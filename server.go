@@ -207,12 +207,7 @@ func (s *Server) openBackends(ctx context.Context, bs []*liveBackend) error {
 
 func (s *Server) listen() error {
 	sc := s.cfg.Server
-	listenWith := s.ListenWith
-	if listenWith == nil {
-		listenWith = func(network, addr string, create func(network, addr string) (net.Listener, error)) (net.Listener, error) {
-			return create(network, addr)
-		}
-	}
+	listenWith := s.ListenWith.Listen
 	if sc.Socket != "" {
 		ln, err := listenWith("unix", sc.Socket, func(string, string) (net.Listener, error) {
 			return listenUnix(sc.Socket, sc.SocketFileMode(), sc.SocketGroup)

@@ -175,11 +175,6 @@ func ListenWith(cfg tether.AdminConfig, src Source, listen tether.ListenFunc) (*
 	if cfg.Socket == "" && cfg.TCPListen == "" {
 		return nil, nil
 	}
-	if listen == nil {
-		listen = func(network, addr string, create func(network, addr string) (net.Listener, error)) (net.Listener, error) {
-			return create(network, addr)
-		}
-	}
 	var lns []net.Listener
 	closeAll := func() {
 		for _, ln := range lns {
@@ -187,7 +182,7 @@ func ListenWith(cfg tether.AdminConfig, src Source, listen tether.ListenFunc) (*
 		}
 	}
 	if cfg.Socket != "" {
-		ln, err := listen("unix", cfg.Socket, func(string, string) (net.Listener, error) {
+		ln, err := listen.Listen("unix", cfg.Socket, func(string, string) (net.Listener, error) {
 			return listenUnix(cfg.Socket, cfg.SocketMode)
 		})
 		if err != nil {
@@ -196,7 +191,7 @@ func ListenWith(cfg tether.AdminConfig, src Source, listen tether.ListenFunc) (*
 		lns = append(lns, ln)
 	}
 	if cfg.TCPListen != "" {
-		ln, err := listen("tcp", cfg.TCPListen, net.Listen)
+		ln, err := listen.Listen("tcp", cfg.TCPListen, net.Listen)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("admin: listen on %s: %w", cfg.TCPListen, err)
