@@ -134,7 +134,7 @@ type Pool struct {
 	janitorStop chan struct{}
 	janitorDone chan struct{}
 	closeOnce   sync.Once
-	closeBegun  atomic.Bool // Close has begun: terminations stop retrying
+	closeBegun  chan struct{} // closed when Close begins: terminations stop retrying
 }
 
 var _ loopsql.Backend = (*Pool)(nil)
@@ -166,7 +166,7 @@ type Conn struct {
 
 // New returns a pool for a backend; Open connects it. It has no side effects.
 func New(drv Driver, cfg tether.BackendConfig) *Pool {
-	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}}
+	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}, closeBegun: make(chan struct{})}
 }
 
 // UseLoop makes the pool run on the server's event loop. Without it, Open
@@ -236,7 +236,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closeOnce.Do(func() {
-		p.closeBegun.Store(true)
+		close(p.closeBegun)
 		if p.janitorStop != nil {
 			close(p.janitorStop)
 			<-p.janitorDone
@@ -1048,16 +1048,21 @@ func (p *Pool) terminate(c *Conn, why string) {
 		// unreachable), until the pool closes.
 		pause := firstTerminatePause
 		var err error
+	tries:
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 			err = p.drv.Terminate(ctx, srv)
 			cancel()
-			if err == nil || p.closeBegun.Load() {
+			if err == nil {
 				break
 			}
 			p.log.Warn("terminate session: not confirmed yet; its slot stays taken", "backend", p.name, "conn", srv.String(), "err", err, "next_try_in", pause)
-			time.Sleep(pause)
-			pause = min(2*pause, maxTerminatePause)
+			select {
+			case <-time.After(pause):
+				pause = min(2*pause, maxTerminatePause)
+			case <-p.closeBegun:
+				break tries
+			}
 		}
 		p.loop.Post(func() {
 			if err != nil {
