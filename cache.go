@@ -82,18 +82,14 @@ func (s *Server) cacheRead(ss *session, r *wire.Request, t target) (resultcache.
 	if s.cache == nil || t.live == nil || t.live.tables == nil || r.Op != wire.OpQuery {
 		return resultcache.Read{}, false
 	}
-	used, cb := &t.live.cacheUsed, t.live.tables
 	if r.CacheTTLMS <= 0 && !(s.cfg.Cache.MergeUncached && s.cfg.Cache.Merge) {
 		return resultcache.Read{}, false
 	}
-	tables, all, ok := cb.readTags(r.SQL)
+	tables, all, ok := t.live.tables.readTags(r.SQL)
 	if !ok {
 		return resultcache.Read{}, false
 	}
-	if !used.Load() && !used.Swap(true) { // before Begin: from now on, writes to t drop what it stores
-		// DDL until now went unseen: the catalog is read again, and until
-		// then every write drops the whole cache.
-		cb.catalogChanged()
+	if t.live.startCaching() { // before Begin: from now on, writes to t drop what it stores
 		tables, all = nil, true
 	}
 	return resultcache.Read{

@@ -137,11 +137,7 @@ func (s *Server) keyRead(ss *session, r *wire.Request) (resultcache.Read, target
 		Columnar: columnarReply(r), TimeFormat: r.TimeFormat},
 		Tables: tables, AllTables: all, TTL: time.Duration(r.CacheTTLMS) * time.Millisecond}
 	for _, lb := range []*liveBackend{t.live, also} {
-		if lb != nil && !lb.cacheUsed.Load() && !lb.cacheUsed.Swap(true) {
-			// Writes until now went unlooked at: see cacheRead.
-			if lb.tables != nil {
-				lb.tables.catalogChanged()
-			}
+		if lb != nil && lb.startCaching() {
 			read.Tables, read.AllTables = nil, true
 		}
 	}

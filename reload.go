@@ -53,6 +53,20 @@ type liveBackend struct {
 	closed atomic.Bool        // retired and closed
 }
 
+// startCaching marks lb's cache as used, and reports whether this call did
+// it: then writes until now went unseen, and what the caller stores must be
+// dropped by any write to lb (tables nil, all true) until the catalog, read
+// again here, says otherwise. Loop goroutine or not: the swap decides.
+func (lb *liveBackend) startCaching() bool {
+	if lb.cacheUsed.Load() || lb.cacheUsed.Swap(true) {
+		return false
+	}
+	if lb.tables != nil {
+		lb.tables.catalogChanged()
+	}
+	return true
+}
+
 // liveSeq numbers the liveBackends made.
 var liveSeq atomic.Uint64
 
