@@ -18,7 +18,8 @@ import (
 //     It is closed with CloseAbort, so that a request the client sent at that
 //     very moment, unread, makes its read fail with ECONNRESET rather than
 //     EOF: the PHP client then knows that the request never ran and sends it
-//     again on a new connection, to the new process. A client's next request
+//     again on a new connection, to the new process (on a Unix socket; a
+//     TLS client sees the TLS front's clean close, as EOF). A client's next request
 //     after that finds its socket closed and reconnects the same way.
 //  3. Connections with an open transaction are served, transaction and all,
 //     until it ends; after the grace period what is still open is rolled
