@@ -333,6 +333,15 @@ func (c *control) upgradeDone(wait bool) bool {
 	return c.upgraded
 }
 
+// readConfig reads and validates the config file tetherd was started with.
+func (c *control) readConfig() (tether.Config, error) {
+	cfg, err := tether.ReadConfigFile(c.path)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
 // Upgrade starts tetherd's binary anew (the one now on disk, with the same
 // arguments) and returns once it serves on this process's sockets, which then
 // hands its clients over and exits. If the new process fails or is not ready
@@ -343,11 +352,7 @@ func (c *control) Upgrade(ctx context.Context) (admin.UpgradeReport, error) {
 	}
 	if c.path != "" {
 		// The new process reads the file anew: a broken one fails here, not there.
-		cfg, err := tether.ReadConfigFile(c.path)
-		if err == nil {
-			err = cfg.Validate()
-		}
-		if err != nil {
+		if _, err := c.readConfig(); err != nil {
 			return admin.UpgradeReport{}, fmt.Errorf("upgrade: %s: %w (nothing changed)", c.path, err)
 		}
 	}
@@ -384,10 +389,7 @@ func (c *control) Reload(ctx context.Context) (tether.ReloadReport, error) {
 	if c.path == "" {
 		return tether.ReloadReport{}, errors.New("reload: tetherd runs the embedded default (no -config): there is no file to reload")
 	}
-	cfg, err := tether.ReadConfigFile(c.path)
-	if err == nil {
-		err = cfg.Validate()
-	}
+	cfg, err := c.readConfig()
 	if err != nil {
 		return tether.ReloadReport{}, fmt.Errorf("reload %s: %w (nothing changed)", c.path, err)
 	}
