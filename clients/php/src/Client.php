@@ -179,8 +179,9 @@ final class Client
      * query runs a statement that returns rows.
      *
      * Values arrive as PHP null, int, float, bool (PostgreSQL and SQLite BOOLEAN) or string: text, binary,
-     * DECIMAL (exact digits), dates and times are strings (see docs/protocol.md). With duplicate column names
-     * the last one wins; alias them.
+     * DECIMAL (exact digits), dates and times are strings (see docs/protocol.md). With a repeated column name
+     * (SELECT a.id, b.id) the last one's value wins, as in PDO's FETCH_ASSOC: alias them, or use queryNumeric()
+     * or queryColumns(), which keep every column.
      *
      * @param array<mixed> $params positional parameters (`?` on MySQL/SQLite, `$1` on PostgreSQL): null, bool,
      *                             int, float or string; always bound, never interpolated
@@ -220,10 +221,27 @@ final class Client
     }
 
     /**
+     * queryNumeric runs a statement that returns rows, like query(), and returns each row as the list of its values
+     * in column order (PDO's FETCH_NUM) with the column names beside them: every column is kept whatever its name
+     * (SELECT a.id, b.id gives both ids). The rows are the decoded reply's arrays, so this is the cheapest way to
+     * read rows. Errors as query().
+     *
+     * @param array<mixed> $params
+     */
+    public function queryNumeric(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): NumericResult
+    {
+        return Reply::numeric($this->connection->request(
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs),
+            $this->timeout,
+            $this->maxFrameBytes,
+        )) ?? throw $this->connection->malformedReply('query');
+    }
+
+    /**
      * queryColumns runs a statement that returns rows, like query(), and returns them in column-oriented form: a
      * ColumnarResult, which decodes with far fewer allocations (one array per column instead of one per row) and
-     * hands out each column as it is. Use it for many rows read by column; rows() builds the usual rows. Errors as
-     * query().
+     * hands out each column as it is. Use it for many rows read by column; rows() builds the usual rows. Every
+     * column is kept, by position (columnAt(), numericRows()), whatever its name. Errors as query().
      *
      * @param array<mixed> $params
      */

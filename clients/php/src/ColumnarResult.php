@@ -13,8 +13,12 @@ use Tether\Exception\LogicException;
  *
  * Decoding it costs a few long arrays instead of one array per row, so the cheapest way to use it is by column:
  * column('id') is the decoded array itself, not a copy. rows() builds the usual list of associative rows when
- * you need them, and iterating builds one row at a time. With duplicate column names the last one wins, as in
- * rows from query().
+ * you need them, and iterating builds one row at a time.
+ *
+ * Column names may repeat (SELECT a.id, b.id; SELECT LENGTH(?), LENGTH(?)): every column is kept, in order, and
+ * columnAt() and numericRows() read them by position. What reads by name follows PDO's FETCH_ASSOC: column()
+ * returns the last column of that name, and in rows() and iteration the last one's value wins, at the first
+ * one's place in the row.
  *
  * cursor() is non-null when more rows may follow (a scan or readRows page): pass it back as `$cursor` of the same
  * call for the next page. It is opaque bytes; never build one yourself.
@@ -58,6 +62,7 @@ final class ColumnarResult implements \IteratorAggregate, \Countable
     /**
      * column returns the values of column $name, one per row in row order (null for SQL NULL, and for the right
      * columns of a left join's row that matched nothing). The array is the decoded one, shared and not copied.
+     * When several columns have that name, the last one's (as PDO); columnAt() reads the others.
      *
      * @return list<mixed>
      * @throws LogicException no column has that name
@@ -87,8 +92,37 @@ final class ColumnarResult implements \IteratorAggregate, \Countable
     }
 
     /**
-     * rows returns the rows as a list of associative rows (column name => value), as query() returns them. Each
-     * call builds a new list: keep it rather than calling again.
+     * numericRows returns the rows as lists of values in column order (PDO's FETCH_NUM), every column kept
+     * whatever its name, as Client::queryNumeric() returns them. Each call builds a new list.
+     *
+     * @return list<list<mixed>>
+     */
+    public function numericRows(): array
+    {
+        $data = $this->data;
+        $rows = [];
+        if (\count($data) === 1) {
+            foreach ($data[0] as $value) {
+                $rows[] = [$value];
+            }
+
+            return $rows;
+        }
+        if ($data === []) {
+            // no columns: count() rows of nothing (a backend that answers rows without columns)
+            return \array_fill(0, $this->count, []);
+        }
+        for ($i = 0, $n = $this->count; $i < $n; $i++) {
+            $rows[] = \array_column($data, $i);
+        }
+
+        return $rows;
+    }
+
+    /**
+     * rows returns the rows as a list of associative rows (column name => value), as query() returns them; with a
+     * repeated column name the last one's value wins (see the class comment). Each call builds a new list: keep
+     * it rather than calling again.
      *
      * @return list<array<string, mixed>>
      */

@@ -76,6 +76,18 @@ final class Transaction
     }
 
     /**
+     * queryNumeric runs a statement inside this transaction and returns its rows as lists of values in column
+     * order, every column kept, as Client::queryNumeric() does. Errors as query().
+     *
+     * @param array<mixed> $params
+     */
+    public function queryNumeric(string $sql, array $params = [], ?int $timeoutMs = null): NumericResult
+    {
+        return Reply::numeric($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat)))
+            ?? throw $this->connection->malformedReply('query');
+    }
+
+    /**
      * queryColumns runs a statement inside this transaction and returns its rows in column-oriented form, as
      * Client::queryColumns() does (column names even when no row came). Errors as query().
      *

@@ -7,6 +7,7 @@ namespace Tether\Protocol;
 use Tether\ColumnarResult;
 use Tether\ExecResult;
 use Tether\HttpResponse;
+use Tether\NumericResult;
 use Tether\ScanResult;
 
 /**
@@ -19,8 +20,8 @@ final class Reply
 {
     /**
      * rows turns a `query` reply {columns, rows} into a list of associative rows (column name => value), at most
-     * $limit of them. A row is built with one array_combine, no per-cell work; with duplicate column names the
-     * last one wins, so alias them in SQL.
+     * $limit of them. A row is built with one array_combine, no per-cell work; with a repeated column name the
+     * last one's value wins, at the first one's place, as in PDO's FETCH_ASSOC (numeric() keeps every column).
      *
      * @param array<mixed> $reply
      * @return list<array<string, mixed>>|null
@@ -50,8 +51,33 @@ final class Reply
     }
 
     /**
+     * numeric turns a `query` reply {columns, rows} into a NumericResult: the column names and the rows as they
+     * were decoded, each the list of its values in column order, so that every column is kept whatever its name.
+     * The checks are one per row, on its length, not one per value.
+     *
+     * @param array<mixed> $reply
+     */
+    public static function numeric(array $reply): ?NumericResult
+    {
+        $columns = $reply['columns'] ?? null;
+        $rows = $reply['rows'] ?? null;
+        if (!\is_array($columns) || !\is_array($rows) || !\array_is_list($columns) || !\array_is_list($rows)) {
+            return null;
+        }
+        $width = \count($columns);
+        foreach ($rows as $row) {
+            // array_is_list is O(1) on the packed arrays ext-msgpack decodes
+            if (!\is_array($row) || \count($row) !== $width || !\array_is_list($row)) {
+                return null;
+            }
+        }
+
+        return new NumericResult($columns, $rows);
+    }
+
+    /**
      * first turns the first row of a `query` or `get` reply {columns, rows} into an associative row, as rows()
-     * would, without building the list: null when there is no row, false when the reply is malformed.
+     * would (a repeated column name: the last one's value), without building the list: null when there is no row, false when the reply is malformed.
      *
      * @param array<mixed> $reply
      * @return array<string, mixed>|false|null

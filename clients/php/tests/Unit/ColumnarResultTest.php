@@ -75,6 +75,15 @@ final class ColumnarResultTest extends TestCase
         self::assertSame([2], $result->columnAt(1));
     }
 
+    public function testNumericRowsKeepEveryColumnInOrder(): void
+    {
+        $result = new ColumnarResult(['x', 'x', 'y'], 2, [[1, 4], [2, 5], [3, null]]);
+        self::assertSame([[1, 2, 3], [4, 5, null]], $result->numericRows());
+        self::assertSame([['x' => 2, 'y' => 3], ['x' => 5, 'y' => null]], $result->rows(), 'the last x wins, at the first one\'s place');
+        self::assertSame([[7], [8]], (new ColumnarResult(['n'], 2, [[7, 8]]))->numericRows());
+        self::assertSame([], (new ColumnarResult(['a', 'b'], 0, [[], []]))->numericRows());
+    }
+
     public function testColumnAtOutOfRangeIsALogicError(): void
     {
         $result = new ColumnarResult(['id'], 0, [[]]);

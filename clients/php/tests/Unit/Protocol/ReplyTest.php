@@ -7,6 +7,7 @@ namespace Tether\Tests\Unit\Protocol;
 use PHPUnit\Framework\TestCase;
 use Tether\ColumnarResult;
 use Tether\HttpResponse;
+use Tether\NumericResult;
 use Tether\Protocol\Reply;
 use Tether\ScanResult;
 
@@ -48,6 +49,21 @@ final class ReplyTest extends TestCase
         self::assertNull(Reply::rows($reply));
     }
 
+    public function testNumericKeepsEveryColumnAndTheDecodedRows(): void
+    {
+        $result = Reply::numeric(['id' => 1, 'columns' => ['id', 'id', 'name'], 'rows' => [[1, 7, 'b'], [2, 8, null]]]);
+        self::assertInstanceOf(NumericResult::class, $result);
+        self::assertSame(['id', 'id', 'name'], $result->columns);
+        self::assertSame([[1, 7, 'b'], [2, 8, null]], $result->rows);
+        self::assertSame([], Reply::numeric(['columns' => ['a'], 'rows' => []])->rows);
+    }
+
+    /** @dataProvider malformedQueryReplies */
+    public function testNumericOfAMalformedQueryReplyIsNull(array $reply): void
+    {
+        self::assertNull(Reply::numeric($reply));
+    }
+
     /** @return iterable<string, array{array<mixed>}> */
     public static function malformedQueryReplies(): iterable
     {
@@ -55,6 +71,7 @@ final class ReplyTest extends TestCase
         yield 'no rows' => [['columns' => ['a']]];
         yield 'row too short' => [['columns' => ['a', 'b'], 'rows' => [[1]]]];
         yield 'row not a list' => [['columns' => ['a'], 'rows' => [1]]];
+        yield 'row too long' => [['columns' => ['a'], 'rows' => [[1, 2]]]];
     }
 
     public function testSparseRowsKeepNullForMissingKeys(): void
