@@ -15,8 +15,11 @@ use Tether\ColumnarResult;
  * Values are what tetherd decodes (docs/protocol.md): null, int, float, bool (PostgreSQL booleans), or string
  * (text, bytes, exact DECIMAL digits, dates and times), which DBAL's Types convert. Datetimes come as PDO gives them
  * ("2024-02-29 23:59:59.5": the client asks tetherd for time_format "sql") unless the connection's
- * `tether_sql_datetimes` parameter is false. With duplicate column names in one result the last one wins: alias
- * them.
+ * `tether_sql_datetimes` parameter is false.
+ *
+ * Column names may repeat (SELECT a.id, b.id): the numeric fetches (fetchNumeric, fetchAllNumeric, fetchOne,
+ * fetchFirstColumn and DBAL's iterateNumeric) give every column in order, as PDO does; the associative ones give
+ * the last column of a name its value, at the first one's place, as PDO's FETCH_ASSOC does.
  */
 final class Result implements ResultInterface
 {
@@ -39,24 +42,10 @@ final class Result implements ResultInterface
      */
     public static function fromColumns(ColumnarResult $result): self
     {
-        $columns = $result->columns();
-        $data = [];
-        foreach ($columns as $name) {
-            $data[] = $result->column($name);
-        }
-        $rows = [];
-        $n = \count($result);
-        if (\count($columns) === 1) {
-            foreach ($data[0] as $value) {
-                $rows[] = [$value];
-            }
-        } elseif ($columns !== []) {
-            for ($i = 0; $i < $n; $i++) {
-                $rows[] = \array_column($data, $i);
-            }
-        }
+        // By position: reading the columns by name would give every column of a repeated name the last one's values.
+        $rows = $result->columns() === [] ? [] : $result->numericRows();
 
-        return new self($columns, $rows, \count($rows));
+        return new self($result->columns(), $rows, \count($rows));
     }
 
     /** fromAffectedRows builds the result of a statement that returns no rows. */
@@ -70,6 +59,7 @@ final class Result implements ResultInterface
         return $this->rows[$this->cursor++] ?? false;
     }
 
+    /** fetchAssociative returns the next row as column name => value; a repeated name has its last column's value (PDO). */
     public function fetchAssociative(): array|false
     {
         $row = $this->rows[$this->cursor++] ?? null;

@@ -105,6 +105,54 @@ final class QueryTest extends IntegrationTestCase
         self::assertSame($direct->fetchAllNumeric($sql), $conn->fetchAllNumeric($sql));
     }
 
+    /**
+     * Columns of the same name each keep their value in the numeric fetches, and the last one wins in the
+     * associative ones, as with PDO: for literals, two calls of one function, and a join selecting both ids;
+     * outside and inside a transaction.
+     *
+     * @dataProvider backends
+     */
+    public function testRepeatedColumnNamesAsPdo(string $kind): void
+    {
+        $conn = $this->connect($kind);
+        $direct = $this->directDbal($kind);
+        self::recreate($conn, 'dup_a', 'id INT PRIMARY KEY, b_id INT', $kind);
+        self::recreate($conn, 'dup_b', 'id INT PRIMARY KEY, name VARCHAR(10)', $kind);
+        $conn->executeStatement("INSERT INTO dup_a (id, b_id) VALUES (1, 10), (2, 20)");
+        $conn->executeStatement("INSERT INTO dup_b (id, name) VALUES (10, 'ten'), (20, 'twenty')");
+        $length = $kind === 'pgsql' ? 'LENGTH(CAST(? AS TEXT))' : 'LENGTH(?)';
+        $statements = [
+            'literals' => ['SELECT 1 AS x, 2 AS x, 3 AS y', [], [[1, 2, 3]], [['x' => 2, 'y' => 3]]],
+            'one function twice' => ["SELECT $length, $length", ['apple', 'banana'], [[5, 6]], null],
+            'join' => ['SELECT a.id, b.id, b.name FROM dup_a a JOIN dup_b b ON b.id = a.b_id ORDER BY a.id', [],
+                [[1, 10, 'ten'], [2, 20, 'twenty']], [['id' => 10, 'name' => 'ten'], ['id' => 20, 'name' => 'twenty']]],
+        ];
+        foreach ([false, true] as $inTransaction) {
+            if ($inTransaction) {
+                $conn->beginTransaction();
+            }
+            foreach ($statements as $what => [$sql, $params, $numeric, $associative]) {
+                $what .= $inTransaction ? ' (in a transaction)' : '';
+                self::assertSame($numeric, $conn->fetchAllNumeric($sql, $params), $what);
+                self::assertSame($direct->fetchAllNumeric($sql, $params), $conn->fetchAllNumeric($sql, $params), "$what: as PDO");
+                self::assertSame($numeric[0], $conn->fetchNumeric($sql, $params), $what);
+                self::assertSame(\array_column($numeric, 0), $conn->fetchFirstColumn($sql, $params), $what);
+                self::assertSame($numeric, \iterator_to_array($conn->iterateNumeric($sql, $params), false), $what);
+                if ($associative !== null) {
+                    // (pdo_mysql emulates prepares: it names the LENGTH columns after the values it put in the SQL)
+                    self::assertSame($direct->fetchAllAssociative($sql, $params), $conn->fetchAllAssociative($sql, $params), "$what: as PDO");
+                    self::assertSame($associative, $conn->fetchAllAssociative($sql, $params), $what);
+                    self::assertSame($associative[0], $conn->fetchAssociative($sql, $params), $what);
+                }
+                $result = $conn->executeQuery($sql, $params);
+                self::assertSame(\count($numeric[0]), $result->columnCount(), $what);
+            }
+            if ($inTransaction) {
+                $conn->rollBack();
+            }
+        }
+    }
+
     /** @dataProvider backends */
     public function testPreparedStatementWithNamedAndPositionalParameters(string $kind): void
     {
