@@ -8,6 +8,7 @@ use Tether\Client;
 use Tether\ExecResult;
 use Tether\Exception\TetherException;
 use Tether\Laravel\Sql\SqlText;
+use Tether\NumericResult;
 use Tether\Transaction;
 
 /**
@@ -134,6 +135,27 @@ final class TetherSession
         }
 
         return $rows;
+    }
+
+    /**
+     * queryNumeric runs a statement that returns rows, as query() does, and returns them with every column kept
+     * by position (names may repeat: SELECT a.id, b.id), for TetherStatement::shape().
+     *
+     * @param array<int|string, mixed> $bindings
+     * @throws TetherQueryError|UnsupportedStatementException
+     */
+    public function queryNumeric(string $sql, array $bindings = []): NumericResult
+    {
+        $this->refuseSessionControl($sql);
+        [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
+        $params = $this->bindableValues($params);
+        try {
+            return $this->transaction !== null
+                ? $this->transaction->queryNumeric($sql, $params)
+                : $this->client->queryNumeric($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null);
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, $this->platform());
+        }
     }
 
     /**

@@ -4,6 +4,8 @@ declare(strict_types=1);
 
 namespace Tether\Laravel;
 
+use Tether\NumericResult;
+
 /**
  * TetherStatement stands for the PDOStatement of a select in Laravel's StatementPrepared event, so that the
  * Laravel 8 way of choosing how rows come back keeps working:
@@ -11,7 +13,8 @@ namespace Tether\Laravel;
  *     Event::listen(StatementPrepared::class, fn ($e) => $e->statement->setFetchMode(PDO::FETCH_ASSOC));
  *
  * Fetch modes: PDO::FETCH_OBJ (the default), FETCH_ASSOC, FETCH_NUM, FETCH_BOTH and FETCH_COLUMN (with a column
- * index, 0 by default). Any other mode, and any other PDOStatement method, throws a LogicException naming it.
+ * index, 0 by default), each as PDO gives it when column names repeat (see shape()). Any other mode, and any other
+ * PDOStatement method, throws a LogicException naming it.
  */
 final class TetherStatement
 {
@@ -41,30 +44,45 @@ final class TetherStatement
     }
 
     /**
-     * shape turns rows (column => value) into the rows of the chosen fetch mode.
+     * shape turns a result into the rows of the chosen fetch mode, as PDO does. Every column is kept by position:
+     * FETCH_NUM rows are the result's own, FETCH_COLUMN picks by position, FETCH_BOTH gives each column its name
+     * and its position; by name (FETCH_OBJ, FETCH_ASSOC, FETCH_BOTH), a repeated column name has its last
+     * column's value, at the first one's place.
      *
-     * @param list<array<string, mixed>> $rows
      * @return list<mixed>
      */
-    public function shape(array $rows): array
+    public function shape(NumericResult $result): array
     {
+        $columns = $result->columns;
+        $rows = $result->rows;
         switch ($this->fetchMode) {
             case \PDO::FETCH_OBJ:
                 foreach ($rows as $i => $row) {
-                    $rows[$i] = (object) $row;
+                    $rows[$i] = (object) \array_combine($columns, $row);
                 }
 
                 return $rows;
             case \PDO::FETCH_ASSOC:
+                foreach ($rows as $i => $row) {
+                    $rows[$i] = \array_combine($columns, $row);
+                }
+
                 return $rows;
             case \PDO::FETCH_NUM:
-                return \array_map('array_values', $rows);
+                return $rows;
             case \PDO::FETCH_BOTH:
-                return \array_map(static fn (array $row): array => \array_merge($row, \array_values($row)), $rows);
-            default:
-                $column = $this->column;
+                foreach ($rows as $i => $row) {
+                    $both = [];
+                    foreach ($row as $c => $value) {
+                        $both[$columns[$c]] = $value;
+                        $both[$c] = $value;
+                    }
+                    $rows[$i] = $both;
+                }
 
-                return \array_map(static fn (array $row): mixed => \array_values($row)[$column] ?? null, $rows);
+                return $rows;
+            default:
+                return $this->column < \count($columns) ? \array_column($rows, $this->column) : \array_fill(0, \count($rows), null);
         }
     }
 

@@ -40,7 +40,7 @@ trait RunsThroughTether
             $statement = new TetherStatement($query, $this->fetchMode);
             $this->event(new StatementPrepared($this, $statement));
 
-            return $statement->shape($this->tetherSession($useReadPdo)->query($query, $this->prepareBindings($bindings)));
+            return $statement->shape($this->tetherSession($useReadPdo)->queryNumeric($query, $this->prepareBindings($bindings)));
         });
     }
 

@@ -180,6 +180,72 @@ final class QueryBuilderTest extends TestCase
         self::assertSame([1, 2], \array_map('intval', $db->select('select 1 as n union all select 2 order by n')));
     }
 
+    /**
+     * Columns of the same name come back as PDO gives them in every fetch mode: each one by position (FETCH_NUM,
+     * FETCH_COLUMN, FETCH_BOTH's numeric keys), the last one by name (FETCH_OBJ, FETCH_ASSOC); for literals, two
+     * calls of one function and a join selecting both ids, outside and inside a transaction.
+     *
+     * @dataProvider platforms
+     */
+    public function testRepeatedColumnNamesInEveryFetchModeAsPdo(string $platform): void
+    {
+        $db = $this->connect($platform);
+        $direct = Databases::direct($platform);
+        foreach (['dup_a' => 'id INT PRIMARY KEY, b_id INT', 'dup_b' => 'id INT PRIMARY KEY, name VARCHAR(10)'] as $table => $columns) {
+            $db->statement("DROP TABLE IF EXISTS $table");
+            $db->statement("CREATE TABLE $table ($columns)");
+        }
+        $db->insert('INSERT INTO dup_a (id, b_id) VALUES (1, 10), (2, 20)');
+        $db->insert("INSERT INTO dup_b (id, name) VALUES (10, 'ten'), (20, 'twenty')");
+        $length = $platform === Databases::PGSQL ? 'LENGTH(CAST(? AS TEXT))' : 'LENGTH(?)';
+        $statements = [
+            'literals' => ['SELECT 1 AS x, 2 AS x, 3 AS y', [], [[1, 2, 3]], [['x' => 2, 'y' => 3]]],
+            // pdo_mysql emulates prepares and names these columns after the values: compared by position only
+            'one function twice' => ["SELECT $length, $length", ['apple', 'banana'], [[5, 6]], null],
+            'join' => ['SELECT a.id, b.id, b.name FROM dup_a a JOIN dup_b b ON b.id = a.b_id ORDER BY a.id', [],
+                [[1, 10, 'ten'], [2, 20, 'twenty']], [['id' => 10, 'name' => 'ten'], ['id' => 20, 'name' => 'twenty']]],
+        ];
+        $mode = [\PDO::FETCH_OBJ];
+        $db->getEventDispatcher()->listen(StatementPrepared::class, static function (StatementPrepared $e) use (&$mode): void {
+            $e->statement->setFetchMode(...$mode);
+        });
+        $pdo = static function (string $sql, array $params, array $mode) use ($direct): array {
+            $statement = $direct->prepare($sql);
+            $statement->execute($params);
+
+            return $statement->fetchAll(...$mode);
+        };
+        foreach ([false, true] as $inTransaction) {
+            if ($inTransaction) {
+                $db->beginTransaction();
+            }
+            foreach ($statements as $what => [$sql, $params, $numeric, $associative]) {
+                $what .= $inTransaction ? ' (in a transaction)' : '';
+                $mode = [\PDO::FETCH_NUM];
+                self::assertSame($numeric, $db->select($sql, $params), "$what: FETCH_NUM");
+                self::assertSame($pdo($sql, $params, $mode), $db->select($sql, $params), "$what: FETCH_NUM as PDO");
+                $mode = [\PDO::FETCH_COLUMN, 1];
+                self::assertSame(\array_column($numeric, 1), $db->select($sql, $params), "$what: FETCH_COLUMN 1");
+                self::assertSame($pdo($sql, $params, $mode), $db->select($sql, $params), "$what: FETCH_COLUMN 1 as PDO");
+                if ($associative === null) {
+                    continue;
+                }
+                foreach ([[\PDO::FETCH_ASSOC], [\PDO::FETCH_OBJ], [\PDO::FETCH_BOTH]] as $mode) {
+                    self::assertEquals($pdo($sql, $params, $mode), $db->select($sql, $params), "$what: mode {$mode[0]} as PDO");
+                }
+                $mode = [\PDO::FETCH_ASSOC];
+                self::assertSame($associative, $db->select($sql, $params), "$what: FETCH_ASSOC");
+                $mode = [\PDO::FETCH_BOTH];
+                self::assertSame($pdo($sql, $params, $mode), $db->select($sql, $params), "$what: FETCH_BOTH as PDO, keys in PDO's order");
+                $mode = [\PDO::FETCH_OBJ];
+                self::assertEquals(\array_map(static fn (array $row): object => (object) $row, $associative), $db->select($sql, $params), "$what: FETCH_OBJ");
+            }
+            if ($inTransaction) {
+                $db->rollBack();
+            }
+        }
+    }
+
     /** @dataProvider platforms */
     public function testPostgresJsonbQuestionMarkOperatorsAndJsonColumns(string $platform): void
     {
