@@ -23,6 +23,11 @@ use Tether\Client;
  * The public properties mean what they mean with mysqli: insert_id, rows_affected, num_rows, last_error (MySQL's
  * message, or one naming what the drop-in refused), last_query, last_result, col_info (names only: Tether sends
  * no other column metadata), queries (with SAVEQUERIES) and num_queries.
+ *
+ * Columns of the same name (SELECT a.id, b.id) are each kept where mysqli_fetch_row() keeps them: in ARRAY_N rows,
+ * get_var()/get_col() by position, and col_info; in last_result's objects, OBJECT_K and ARRAY_A the last column
+ * of a name wins, as with mysqli_fetch_object(). (wpdb over mysqli builds ARRAY_N and get_var() from the objects,
+ * so there a repeated name loses its earlier columns.)
  */
 class Wpdb extends \wpdb
 {
@@ -349,6 +354,65 @@ class Wpdb extends \wpdb
         $this->num_rows = $num_rows;
 
         return $num_rows;
+    }
+
+    /**
+     * get_var is wpdb's, with column $x counted by position in the result as mysqli returned it: wpdb reads it
+     * from the row's object, where a repeated column name (SELECT a.id, b.id) left only its last column. get_col()
+     * reads through it.
+     */
+    public function get_var($query = null, $x = 0, $y = 0)
+    {
+        $value = parent::get_var($query, $x, $y);
+        $rows = $this->positionalRows();
+        if ($rows === null) {
+            return $value;
+        }
+        $value = $rows[$y][$x] ?? null;
+
+        return $value !== null && $value !== '' ? $value : null;
+    }
+
+    /** get_row is wpdb's, with an ARRAY_N row holding every column in order, as mysqli_fetch_row() gives it (see get_var()). */
+    public function get_row($query = null, $output = OBJECT, $y = 0)
+    {
+        $row = parent::get_row($query, $output, $y);
+        if (ARRAY_N === $output && \is_array($row)) {
+            $row = $this->positionalRows()[$y] ?? $row;
+        }
+
+        return $row;
+    }
+
+    /**
+     * get_results is wpdb's, with ARRAY_N rows holding every column in order, as mysqli_fetch_row() gives them (see
+     * get_var()). OBJECT, OBJECT_K and ARRAY_A are wpdb's: by name, the last column of a repeated name wins, as
+     * with mysqli.
+     */
+    public function get_results($query = null, $output = OBJECT)
+    {
+        $rows = parent::get_results($query, $output);
+        if (ARRAY_N === $output && \is_array($rows)) {
+            $rows = $this->positionalRows() ?? $rows;
+        }
+
+        return $rows;
+    }
+
+    /**
+     * positionalRows returns the last result's rows with every column by position, or null when there is none or
+     * last_result no longer holds its rows (a caller replaced it).
+     *
+     * @return list<list<?string>>|null
+     */
+    private function positionalRows(): ?array
+    {
+        $result = $this->result;
+        if (!$result instanceof Result || $result->isExec || !\is_array($this->last_result) || \count($this->last_result) !== \count($result->rows)) {
+            return null;
+        }
+
+        return $result->rows;
     }
 
     /** load_col_info builds col_info from the last result's column names (mysqli gave a field object per column). */

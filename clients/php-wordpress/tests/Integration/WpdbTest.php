@@ -76,6 +76,35 @@ final class WpdbTest extends TestCase
         self::assertSame($native, $tether);
     }
 
+    /**
+     * Columns of the same name (literals, two calls of one function, a join selecting both ids) are each kept where
+     * mysqli_fetch_row() keeps them: ARRAY_N rows, get_var()/get_col() by position, col_info; by name (OBJECT,
+     * ARRAY_A) the last one wins, as on the native site. (wpdb over mysqli loses the earlier columns in ARRAY_N,
+     * which it builds from the objects; the drop-in does not.)
+     */
+    public function testRepeatedColumnNamesKeepEveryColumn(): void
+    {
+        $sites = Sites::get();
+        $tether = self::probeOn($sites->tether, 'repeated_columns')['result'];
+        $native = self::probeOn($sites->native, 'repeated_columns')['result'];
+        self::assertSame([['1', '2', '3']], $tether['literals']['mysqli_rows']);
+        self::assertSame([['5', '6']], $tether['one_function_twice']['mysqli_rows']);
+        self::assertSame([['1', '10', 'ten'], ['2', '20', 'twenty']], $tether['join']['mysqli_rows']);
+        self::assertCount(6, $tether);
+        foreach ($tether as $what => $o) {
+            $rows = $o['mysqli_rows'];
+            self::assertSame('', $o['errors'], $what);
+            self::assertSame($rows, $o['array_n'], "$what: get_results ARRAY_N");
+            self::assertSame($o['mysqli_names'], $o['col_info'], "$what: get_col_info");
+            self::assertSame([$rows[0], $rows[1] ?? null], $o['row_n'], "$what: get_row ARRAY_N");
+            self::assertSame(\array_column($rows, 1), $o['col_1'], "$what: get_col 1");
+            self::assertSame($rows[0][1], $o['var_1'], "$what: get_var 1");
+            self::assertSame($native[$what]['array_a'], $o['array_a'], "$what: ARRAY_A as wpdb over mysqli");
+            self::assertSame($native[$what]['object'], $o['object'], "$what: OBJECT as wpdb over mysqli");
+        }
+        self::assertSame([['x' => '2', 'y' => '3']], $tether['literals']['array_a'], 'by name the last column wins');
+    }
+
     public function testSavequeriesLogsEachQuery(): void
     {
         $o = self::probe('savequeries', 'savequeries=1');
