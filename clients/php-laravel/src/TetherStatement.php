@@ -44,30 +44,44 @@ final class TetherStatement
     }
 
     /**
-     * shape turns a result into the rows of the chosen fetch mode, as PDO does. Every column is kept by position:
-     * FETCH_NUM rows are the result's own, FETCH_COLUMN picks by position, FETCH_BOTH gives each column its name
-     * and its position; by name (FETCH_OBJ, FETCH_ASSOC, FETCH_BOTH), a repeated column name has its last
-     * column's value, at the first one's place.
-     *
-     * @return list<mixed>
+     * wantsPositions tells whether the chosen mode reads columns by position (FETCH_NUM, FETCH_BOTH, FETCH_COLUMN):
+     * then shape() needs the rows with every column kept (TetherSession::queryNumeric()); the by-name modes
+     * (FETCH_OBJ, FETCH_ASSOC) take TetherSession::query()'s associative rows, the cheapest to build.
      */
-    public function shape(NumericResult $result): array
+    public function wantsPositions(): bool
     {
+        return $this->fetchMode !== \PDO::FETCH_OBJ && $this->fetchMode !== \PDO::FETCH_ASSOC;
+    }
+
+    /**
+     * shape turns a result into the rows of the chosen fetch mode, as PDO does: associative rows (column name =>
+     * value, from TetherSession::query()) for the by-name modes, a NumericResult for any mode. By position
+     * (FETCH_NUM, FETCH_COLUMN, FETCH_BOTH's numeric keys) every column is kept; by name (FETCH_OBJ, FETCH_ASSOC,
+     * FETCH_BOTH's named keys) a repeated column name has its last column's value, at the first one's place.
+     *
+     * @param list<array<string, mixed>>|NumericResult $result
+     * @return list<mixed>
+     * @throws \LogicException associative rows for a mode that reads by position (see wantsPositions())
+     */
+    public function shape(array|NumericResult $result): array
+    {
+        if (\is_array($result)) {
+            return match ($this->fetchMode) {
+                \PDO::FETCH_OBJ => self::objects($result),
+                \PDO::FETCH_ASSOC => $result,
+                default => throw new \LogicException('tether driver: fetch mode ' . $this->fetchMode . ' needs the rows by position'),
+            };
+        }
         $columns = $result->columns;
         $rows = $result->rows;
         switch ($this->fetchMode) {
             case \PDO::FETCH_OBJ:
-                foreach ($rows as $i => $row) {
-                    $rows[$i] = (object) \array_combine($columns, $row);
-                }
-
-                return $rows;
             case \PDO::FETCH_ASSOC:
                 foreach ($rows as $i => $row) {
                     $rows[$i] = \array_combine($columns, $row);
                 }
 
-                return $rows;
+                return $this->fetchMode === \PDO::FETCH_OBJ ? self::objects($rows) : $rows;
             case \PDO::FETCH_NUM:
                 return $rows;
             case \PDO::FETCH_BOTH:
@@ -84,6 +98,19 @@ final class TetherStatement
             default:
                 return $this->column < \count($columns) ? \array_column($rows, $this->column) : \array_fill(0, \count($rows), null);
         }
+    }
+
+    /**
+     * @param list<array<string, mixed>> $rows
+     * @return list<object>
+     */
+    private static function objects(array $rows): array
+    {
+        foreach ($rows as $i => $row) {
+            $rows[$i] = (object) $row;
+        }
+
+        return $rows;
     }
 
     /**

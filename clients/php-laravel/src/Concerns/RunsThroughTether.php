@@ -40,7 +40,10 @@ trait RunsThroughTether
             $statement = new TetherStatement($query, $this->fetchMode);
             $this->event(new StatementPrepared($this, $statement));
 
-            return $statement->shape($this->tetherSession($useReadPdo)->queryNumeric($query, $this->prepareBindings($bindings)));
+            $session = $this->tetherSession($useReadPdo);
+            $bindings = $this->prepareBindings($bindings);
+
+            return $statement->shape($statement->wantsPositions() ? $session->queryNumeric($query, $bindings) : $session->query($query, $bindings));
         });
     }
 

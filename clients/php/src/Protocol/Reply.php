@@ -53,7 +53,7 @@ final class Reply
     /**
      * numeric turns a `query` reply {columns, rows} into a NumericResult: the column names and the rows as they
      * were decoded, each the list of its values in column order, so that every column is kept whatever its name.
-     * The checks are one per row, on its length, not one per value.
+     * The check is one per row, on its length (as array_combine makes it in rows()), not one per value.
      *
      * @param array<mixed> $reply
      */
@@ -66,8 +66,7 @@ final class Reply
         }
         $width = \count($columns);
         foreach ($rows as $row) {
-            // array_is_list is O(1) on the packed arrays ext-msgpack decodes
-            if (!\is_array($row) || \count($row) !== $width || !\array_is_list($row)) {
+            if (!\is_array($row) || \count($row) !== $width) {
                 return null;
             }
         }
