@@ -133,6 +133,16 @@ func TestBackend_SessionLeaks(t *testing.T) {
 			{Name: "AdvisoryLock", Statement: "SELECT pg_advisory_lock(424242)", DirectProbe: "SELECT CASE WHEN pg_try_advisory_lock(424243) AND pg_try_advisory_lock(424242) THEN 'free' ELSE 'held' END", DirectClean: "free"},
 			{Name: "PreparedSQL", Statement: "PREPARE tether_leak AS SELECT 1", Probe: "EXECUTE tether_leak", ProbeErr: true},
 			{Name: "Listen", Statement: "LISTEN tether_leak", Probe: "SELECT count(*) FROM pg_listening_channels()", Clean: "0"},
+			// Every kind of object in the session's temporary schema, not only
+			// tables: the next client of the connection would see and call it.
+			{Name: "TempFunction", Statement: "CREATE FUNCTION pg_temp.tether_leak() RETURNS int LANGUAGE sql AS 'SELECT 42'", Probe: "SELECT pg_temp.tether_leak()", ProbeErr: true},
+			{Name: "TempProcedure", Statement: "CREATE PROCEDURE pg_temp.tether_leak_p() LANGUAGE sql AS 'SELECT 1'", Probe: "CALL pg_temp.tether_leak_p()", ProbeErr: true},
+			{Name: "TempEnumType", Statement: "CREATE TYPE pg_temp.tether_leak AS ENUM ('a')", Probe: "SELECT 'a'::pg_temp.tether_leak", ProbeErr: true},
+			{Name: "TempDomain", Statement: "CREATE DOMAIN pg_temp.tether_leak_d AS int CHECK (VALUE > 0)", Probe: "SELECT 1::pg_temp.tether_leak_d", ProbeErr: true},
+			{Name: "TempSequence", Statement: "CREATE TEMP SEQUENCE tether_leak_seq", Probe: "SELECT nextval('tether_leak_seq')", ProbeErr: true},
+			{Name: "TempView", Statement: "CREATE TEMP VIEW tether_leak_v AS SELECT 1 AS x", Probe: "SELECT x FROM tether_leak_v", ProbeErr: true},
+			{Name: "TempCollation", Statement: "CREATE COLLATION pg_temp.tether_leak (locale = 'C')", Probe: "SELECT 'a' COLLATE pg_temp.tether_leak", ProbeErr: true},
+			{Name: "TempOperator", Statement: "CREATE OPERATOR pg_temp.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq)", Probe: "SELECT 1 OPERATOR(pg_temp.===) 1", ProbeErr: true},
 			{Name: "CursorWithHold", Statement: "DECLARE tether_leak CURSOR WITH HOLD FOR SELECT 1", Probe: "SELECT count(*) FROM pg_cursors WHERE name = 'tether_leak'", Clean: "0"},
 		},
 	})
