@@ -269,3 +269,48 @@ func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestBackend_SchemaChangeParameterType recreates a table with another type
+// for the column a parameter is compared with: the statement prepared before
+// (its parameter inferred as int) is refused at Bind with 42883 (no text =
+// integer operator), and tetherd prepares it again, inferring text, as a
+// fresh prepare by any client would.
+func TestBackend_SchemaChangeParameterType(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
+	direct, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	const tbl = "schema_param_type"
+	exec := func(qs ...string) {
+		t.Helper()
+		for _, q := range qs {
+			if _, err := direct.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	exec("DROP TABLE IF EXISTS "+tbl, "CREATE TABLE "+tbl+" (id int PRIMARY KEY, k int)", "INSERT INTO "+tbl+" VALUES (1, 4)")
+	defer direct.Exec("DROP TABLE " + tbl)
+	cfg := tether.DefaultBackendConfig("postgres", dsn)
+	cfg.MaxConns, cfg.MinConns = 1, 1
+	b, err := postgres.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	q := tether.Statement{SQL: "SELECT k FROM " + tbl + " WHERE id = $1", Params: []any{int64(1)}}
+	if r, err := b.Query(ctx, q); err != nil || fmt.Sprint(r.Rows) != "[[4]]" {
+		t.Fatalf("before: %v %v", r, err)
+	}
+	exec("DROP TABLE "+tbl, "CREATE TABLE "+tbl+" (id text PRIMARY KEY, k int)", "INSERT INTO "+tbl+" VALUES ('1', 5)")
+	if r, err := b.Query(ctx, q); err != nil || fmt.Sprint(r.Rows) != "[[5]]" {
+		t.Fatalf("after the table was created again with a text id: %v %v", r, err)
+	}
+}
