@@ -37,6 +37,9 @@ type SchemaSuite struct {
 	// change (PostgreSQL: the transaction cannot go on), rather than
 	// running against the new schema (MariaDB prepares it again itself).
 	TxSchemaError bool
+	// TransactionalDDL: DDL in a transaction is undone by its rollback
+	// (PostgreSQL), rather than committing it (MySQL/MariaDB).
+	TransactionalDDL bool
 }
 
 // schemaStep is one migration step and the schema after it.
@@ -195,6 +198,37 @@ func RunSchemaChanges(t *testing.T, s *SchemaSuite) {
 		tx.Commit(ctx(t))
 		if r := mustQuery(t, b, sel, int64(1)); !slices.Equal(r.Columns, []string{"id", "k", "v", "w"}) {
 			t.Fatalf("after: columns %v", r.Columns)
+		}
+	})
+
+	t.Run("DDLInTransactionThroughTetherdRolledBack", func(t *testing.T) {
+		if !s.TransactionalDDL {
+			t.Skip("DDL commits implicitly here: there is no rollback of it")
+		}
+		tbl := table("schema")
+		createSchemaTable(t, direct, tbl)
+		b := open(t, 1)
+		sel := selStar(tbl)
+		mustQuery(t, b, sel, int64(1))
+		tx, err := b.Begin(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, tx, "ALTER TABLE "+tbl+" ADD COLUMN w INT")
+		mustQuery(t, tx, sel, int64(1)) // prepared for the schema the rollback undoes
+		if err := tx.Rollback(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		// The schema is the old one again: in the next transaction on the
+		// same connection the statement runs against it.
+		tx, err = b.Begin(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx(t))
+		r, err := tx.Query(ctx(t), tether.Statement{SQL: sel, Params: []any{int64(1)}})
+		if err != nil || !slices.Equal(r.Columns, []string{"id", "k", "v"}) {
+			t.Fatalf("after the rollback: %v, %v", err, r)
 		}
 	})
 

@@ -617,9 +617,10 @@ func (c *conn) ready(e *expect, body []byte) {
 			c.ddlDone(e.st, body[0] != 'I')
 		}
 	case expSimple:
-		if e.last && (r.Kind == sqlpool.KindCommit || r.Kind == sqlpool.KindRollback) && c.txDDL {
-			// Committed, or rolled back to the schema before: either way the
-			// statements prepared in between (on any connection) are stale.
+		if (r.Kind == sqlpool.KindCommit || r.Kind == sqlpool.KindRollback) && c.txDDL {
+			// The COMMIT or ROLLBACK itself (its session check, when one
+			// follows, is expCheck): committed, or rolled back to the schema
+			// before, the statements prepared in between are stale.
 			c.drv.schema.bump(c.txDDLTables, c.txDDLAll)
 			c.txDDL, c.txDDLAll, c.txDDLTables = false, false, nil
 		}

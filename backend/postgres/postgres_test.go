@@ -173,10 +173,11 @@ func TestBackend_SchemaChanges(t *testing.T) {
 			}
 			return db
 		},
-		Placeholder:   func(n int) string { return fmt.Sprintf("$%d", n) },
-		AlterType:     "ALTER TABLE {table} ALTER COLUMN v TYPE TEXT",
-		TextType:      "TEXT",
-		TxSchemaError: true,
+		Placeholder:      func(n int) string { return fmt.Sprintf("$%d", n) },
+		AlterType:        "ALTER TABLE {table} ALTER COLUMN v TYPE TEXT",
+		TextType:         "TEXT",
+		TxSchemaError:    true,
+		TransactionalDDL: true,
 	})
 }
 
