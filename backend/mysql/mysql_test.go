@@ -229,3 +229,30 @@ func TestBackend_TextAndBinaryRowsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestBackend_SchemaChanges runs a migration under load on MariaDB, which
+// prepares a statement again itself when its tables changed: what is checked
+// is that tetherd answers the new schema's columns.
+func TestBackend_SchemaChanges(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
+	backendtest.RunSchemaChanges(t, &backendtest.SchemaSuite{
+		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+			b, err := mysql.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Direct: func(t *testing.T) *sql.DB {
+			db, err := sql.Open("mysql", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		},
+		Placeholder: func(int) string { return "?" },
+		AlterType:   "ALTER TABLE {table} MODIFY v VARCHAR(64)",
+		TextType:    "VARCHAR(64)",
+	})
+}

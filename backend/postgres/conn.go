@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"golang.org/x/sys/unix"
 
@@ -28,6 +30,19 @@ import (
 // so an error in one does not touch the next), and their answers decoded as
 // they arrive, rows straight into the request's sink. Loop goroutine only,
 // once dialled.
+//
+// A schema change behind a prepared statement (ALTER TABLE, DROP and CREATE
+// of a table, by any client) makes the server refuse its next Bind: "cached
+// plan must not change result type" (0A000), or an error of analysis
+// (class 42) when it is analysed again with the parameter types inferred at
+// its prepare. A Bind that fails has run nothing, so outside a transaction
+// the statement is closed, prepared again and run once more, and its answer
+// given in turn (retry); in a transaction, which the error has aborted, the
+// request gets tx_aborted naming the schema change (ErrSchemaChanged), and
+// the statement is prepared afresh at its next use. DDL that runs through
+// tetherd also retires, on every connection of the backend, the statements
+// that name its tables before they are used again (schemaGens), so that
+// they do not meet the error at all, inside transactions too.
 type conn struct {
 	drv    *driver
 	fd     int
@@ -43,15 +58,30 @@ type conn struct {
 	rlen    int
 	rpos    int
 
-	stmts     stmtCache
-	nextName  uint64
-	pending   []*sqlpool.Request
-	blocked   bool
+	stmts    stmtCache
+	nextName uint64
+	pending  []*sqlpool.Request
+	// blocked counts the prepares in flight: pending requests wait for
+	// them (a Bind needs the parameter types the prepare's answer brings).
+	blocked   int
 	exp       []expect
 	scratch   []byte
 	txChecked bool // a statement in the open transaction was checked: check again at its end
 	closed    bool
 	flushDue  bool // registered to flush at the end of the loop's turn
+
+	// While a statement is run again after a stale prepare (retry), the
+	// requests sent and not answered, in the order sent: the pool takes
+	// answers in that order, and the retried one's comes after those
+	// written behind it. early holds the answers that wait for it.
+	reordering bool
+	order      []*sqlpool.Request
+	early      []*sqlpool.Request
+	// txDDL: DDL ran in the open transaction; its tables' statements are
+	// retired again when it ends (txDDLTables, or all of them).
+	txDDL       bool
+	txDDLAll    bool
+	txDDLTables []string
 }
 
 type expectKind uint8
@@ -74,6 +104,12 @@ type expect struct {
 	st   *stmt
 	last bool
 	err  error // expLocal's outcome
+	// expExec: bound once BindComplete came (the statement runs from
+	// then on); stale is the error of a Bind refused for a schema change;
+	// retried: the statement was prepared again once already for it.
+	bound   bool
+	stale   *pgconn.PgError
+	retried bool
 }
 
 const (
@@ -116,12 +152,15 @@ func (c *conn) fail(err error) {
 
 // Send implements sqlpool.ServerConn.
 func (c *conn) Send(r *sqlpool.Request) {
+	if c.reordering {
+		c.order = append(c.order, r)
+	}
 	c.pending = append(c.pending, r)
 	c.writePending()
 }
 
 func (c *conn) writePending() {
-	for !c.blocked && len(c.pending) > 0 && !c.closed {
+	for c.blocked == 0 && len(c.pending) > 0 && !c.closed {
 		r := c.pending[0]
 		n := copy(c.pending, c.pending[1:])
 		c.pending[n] = nil
@@ -151,18 +190,15 @@ func (c *conn) write(r *sqlpool.Request) {
 	switch r.Kind {
 	case sqlpool.KindQuery, sqlpool.KindExec:
 		st := c.stmts.get(r.SQL)
+		if st != nil && c.drv.schema.changed(st) {
+			c.retire(st) // DDL through tetherd changed a table it names
+			st = nil
+		}
 		if st == nil {
-			c.nextName++
-			st = &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10)}
-			st.check, st.checkVar = checkFor(r.SQL, c.drv.pooled)
-			c.out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.out)
-			c.out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.out)
-			c.out = appendSync(c.out)
-			c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st})
-			c.blocked = true
+			c.prepare(r, false)
 			return
 		}
-		c.execute(r, st)
+		c.execute(r, st, false)
 	case sqlpool.KindBegin:
 		c.txChecked = false
 		c.simple(r, "BEGIN", true)
@@ -181,7 +217,9 @@ func (c *conn) write(r *sqlpool.Request) {
 	case sqlpool.KindApply:
 		c.apply(r)
 	case sqlpool.KindReset:
-		c.stmts.clear() // DISCARD ALL drops them
+		// DISCARD ALL drops the statements; ROLLBACK undoes a transaction's DDL.
+		c.stmts.clear()
+		c.txDDL, c.txDDLAll, c.txDDLTables = false, false, nil
 		for i, sql := range resetSQL {
 			c.simple(r, sql, i == len(resetSQL)-1)
 		}
@@ -192,6 +230,34 @@ func (c *conn) write(r *sqlpool.Request) {
 	}
 }
 
+// prepare writes Parse, Describe and Sync of a new statement for r; its
+// execution follows the answer. retried: r's statement was prepared again
+// after a Bind the server refused (it is not retried a second time).
+func (c *conn) prepare(r *sqlpool.Request, retried bool) {
+	c.nextName++
+	st := &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10)}
+	st.check, st.checkVar = checkFor(r.SQL, c.drv.pooled)
+	c.drv.schema.analyze(st)
+	c.out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.out)
+	c.out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.out)
+	c.out = appendSync(c.out)
+	c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st, retried: retried})
+	c.blocked++
+}
+
+// retire forgets st and closes it on the server (after whatever was written
+// before, which may still use it).
+func (c *conn) retire(st *stmt) {
+	c.stmts.remove(st)
+	c.writeClose(st)
+}
+
+func (c *conn) writeClose(st *stmt) {
+	c.out, _ = (&pgproto3.Close{ObjectType: 'S', Name: st.name}).Encode(c.out)
+	c.out = appendSync(c.out)
+	c.exp = append(c.exp, expect{kind: expClose})
+}
+
 // simple writes a simple Query of tetherd's own.
 func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
 	c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
@@ -199,8 +265,9 @@ func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
 }
 
 // execute writes Bind, Execute and Sync for r on the prepared st, and the
-// session check after them when st needs it.
-func (c *conn) execute(r *sqlpool.Request, st *stmt) {
+// session check after them when st needs it. retried: st was prepared again
+// for r after a stale Bind.
+func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if len(r.Params) != len(st.params) {
 		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
 			err: tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params))})
@@ -234,11 +301,11 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt) {
 	c.out = appendSync(c.out)
 	switch st.check {
 	case checkNone:
-		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true})
+		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true, retried: retried})
 		return
 	case checkUnpooled:
 		r.AddUnpooled("a variable that is not pooled was set")
-		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true})
+		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true, retried: retried})
 		return
 	}
 	// The server is asked, in the same round trip, what the statement left
@@ -247,7 +314,7 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt) {
 	if c.pc.InTx() {
 		c.txChecked = true
 	}
-	c.exp = append(c.exp, expect{kind: expExec, r: r, st: st})
+	c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, retried: retried})
 	if st.check == checkVar {
 		c.out, _ = (&pgproto3.Query{String: "SELECT current_setting('" + st.checkVar + "')"}).Encode(c.out)
 		c.exp = append(c.exp, expect{kind: expVar, r: r, st: st, last: true})
@@ -428,6 +495,13 @@ func (c *conn) handle(typ byte, body []byte) {
 		case e.kind == expCheck || e.kind == expVar:
 			// The statement's outcome stands; the session is not trusted.
 			r.AddUnpooled("session check failed: " + parseError(body).Error())
+		case e.kind == expExec && !e.bound && e.stale == nil && r.Err == nil:
+			pe := parseError(body)
+			if staleCode(pe.Code) {
+				e.stale = pe // decided at ReadyForQuery: retry, or answer
+				return
+			}
+			r.Err = c.drv.classify(pe)
 		case r != nil && r.Err == nil:
 			r.Err = c.drv.classify(parseError(body))
 		}
@@ -459,6 +533,7 @@ func (c *conn) handle(typ byte, body []byte) {
 	case expExec:
 		switch typ {
 		case '2': // BindComplete: the columns are known from the prepare
+			e.bound = true
 			if r.Kind == sqlpool.KindQuery {
 				r.Sink.Columns(len(e.st.cols))
 				for i := range e.st.cols {
@@ -521,19 +596,34 @@ func (c *conn) ready(e *expect, body []byte) {
 	}
 	switch e.kind {
 	case expPrepare:
-		st := e.st
+		st, retried := e.st, e.retried
 		c.pop()
+		c.blocked--
 		if r.Err != nil {
 			c.finish(r)
-			c.blocked = false
 			c.writePending()
 			return
 		}
 		c.stmts.put(st, c)
-		c.blocked = false
-		c.execute(r, st)
+		c.execute(r, st, retried)
 		c.writePending()
 		return
+	case expExec:
+		if e.stale != nil {
+			c.staleBind(e, body[0])
+			return
+		}
+		if e.st.ddl && r.Err == nil {
+			c.ddlDone(e.st, body[0] != 'I')
+		}
+	case expSimple:
+		if (r.Kind == sqlpool.KindCommit || r.Kind == sqlpool.KindRollback) && c.txDDL {
+			// The COMMIT or ROLLBACK itself (its session check, when one
+			// follows, is expCheck): committed, or rolled back to the schema
+			// before, the statements prepared in between are stale.
+			c.drv.schema.bump(c.txDDLTables, c.txDDLAll)
+			c.txDDL, c.txDDLAll, c.txDDLTables = false, false, nil
+		}
 	case expCheck:
 		if r.Report == nil {
 			r.Report = &sqlpool.Report{}
@@ -546,6 +636,83 @@ func (c *conn) ready(e *expect, body []byte) {
 		c.finish(r)
 	}
 	c.drainLocal()
+}
+
+// staleBind handles the end of an answer whose Bind the server refused for a
+// schema change (e.stale), with status the session's transaction status
+// after it. The statement ran nothing. It is retired on this connection;
+// outside a transaction it is prepared again and run once more, its answer
+// held so that requests are answered in the order sent; in one, or when it
+// was retried already, the request fails.
+func (c *conn) staleBind(e *expect, status byte) {
+	r, st, pe, last, retried := e.r, e.st, e.stale, e.last, e.retried
+	c.pop()
+	if c.stmts.m[st.sql] == st {
+		c.retire(st)
+	}
+	if status == 'I' && !retried && !r.State.Abandoned {
+		c.holdOrder(r)
+		for i := range c.exp {
+			if c.exp[i].r == r {
+				c.exp[i].last = false // the session check written after it: the retry writes its own
+			}
+		}
+		c.prepare(r, true)
+		c.flushLater()
+		return
+	}
+	switch {
+	case status == 'I':
+		r.Err = c.drv.classify(pe)
+	case pe.Code == "0A000" || pe.Code == "26000" || pe.Code == "42804" || pe.Code == "42883":
+		// Errors a statement prepared now would not meet.
+		r.Err = &tether.Error{Code: tether.CodeTxAborted, Retry: true, BackendCode: pe.Code,
+			Message: "postgres: the schema changed under a prepared statement (" + pe.Message + "), which aborted the transaction: " +
+				"roll it back and run it again; the statement is prepared afresh at its next use",
+			Err: fmt.Errorf("%w: %w", ErrSchemaChanged, pe)}
+	default:
+		r.Err = c.drv.classify(pe) // what a fresh prepare would answer too (42P01: the table is gone)
+	}
+	if last {
+		c.finish(r)
+	}
+	c.drainLocal()
+}
+
+// staleCode reports whether an error of a Bind (before BindComplete) comes
+// from the statement's plan going stale: the result type changed (0A000), the
+// statement is gone (26000), or its analysis again, with the parameter types
+// of its prepare, failed (class 42: an operator for a column whose type
+// changed, a table dropped). Other errors of a Bind are the parameters'.
+func staleCode(code string) bool {
+	return code == "0A000" || code == "26000" || strings.HasPrefix(code, "42")
+}
+
+// ddlDone retires, on every connection, the statements that name the tables
+// a DDL statement changed; in a transaction, again when it ends.
+func (c *conn) ddlDone(st *stmt, inTx bool) {
+	c.drv.schema.bump(st.ddlTables, st.ddlAll)
+	if inTx {
+		c.txDDL = true
+		c.txDDLAll = c.txDDLAll || st.ddlAll
+		c.txDDLTables = append(c.txDDLTables, st.ddlTables...)
+	}
+}
+
+// holdOrder starts holding answers so that r, about to run again, is
+// answered before the requests sent after it.
+func (c *conn) holdOrder(r *sqlpool.Request) {
+	if c.reordering {
+		return // r is in order already
+	}
+	c.reordering = true
+	c.order = append(c.order[:0], r)
+	for i := range c.exp {
+		if q := c.exp[i].r; q != nil && !slices.Contains(c.order, q) {
+			c.order = append(c.order, q)
+		}
+	}
+	c.order = append(c.order, c.pending...)
 }
 
 // decodeRow hands a DataRow's cells to the request's sink.
@@ -649,9 +816,29 @@ func (c *conn) drainLocal() {
 	}
 }
 
+// finish answers r to the pool; while a retry is held (holdOrder), once
+// every request sent before it has been answered.
 func (c *conn) finish(r *sqlpool.Request) {
-	if !c.closed {
+	if c.closed {
+		return
+	}
+	if !c.reordering {
 		c.pc.Done(r)
+		return
+	}
+	c.early = append(c.early, r)
+	for !c.closed && len(c.order) > 0 {
+		i := slices.Index(c.early, c.order[0])
+		if i < 0 {
+			return
+		}
+		c.early = slices.Delete(c.early, i, i+1)
+		q := c.order[0]
+		c.order = slices.Delete(c.order, 0, 1)
+		if len(c.order) == 0 {
+			c.reordering = false
+		}
+		c.pc.Done(q) // may send more (Send appends them to order)
 	}
 }
 
@@ -665,6 +852,17 @@ type stmt struct {
 	check         check  // what to ask the server after it
 	checkVar      string // the variable a checkVar statement sets
 	elem          *list.Element
+
+	// What DDL through tetherd makes it stale (schemaGens): the tables it
+	// names, or any DDL (anyTable: the analysis was not certain), since
+	// generation gen. ddl: the statement is DDL itself, of ddlTables (or of
+	// unknown objects: ddlAll).
+	tables    []string
+	anyTable  bool
+	gen       uint64
+	ddl       bool
+	ddlAll    bool
+	ddlTables []string
 }
 
 type pgColumn struct {
@@ -715,18 +913,36 @@ func (s *stmtCache) put(st *stmt, c *conn) {
 	if st.resultFormats == nil {
 		st.resultFormats = []byte{0, 0}
 	}
+	if old := s.m[st.sql]; old != nil {
+		// Prepared again for two requests written before either answer (a
+		// retry of each): the newer stays.
+		s.remove(old)
+		c.writeClose(old)
+	}
 	st.elem = s.lru.PushFront(st)
 	s.m[st.sql] = st
 	for len(s.m) > s.size {
-		victim := s.lru.Remove(s.lru.Back()).(*stmt)
-		delete(s.m, victim.sql)
-		c.out, _ = (&pgproto3.Close{ObjectType: 'S', Name: victim.name}).Encode(c.out)
-		c.out = appendSync(c.out)
-		c.exp = append(c.exp, expect{kind: expClose})
+		victim := s.lru.Back().Value.(*stmt)
+		s.remove(victim)
+		c.writeClose(victim)
+	}
+}
+
+// remove forgets st (the caller closes it on the server).
+func (s *stmtCache) remove(st *stmt) {
+	if s.m[st.sql] == st {
+		delete(s.m, st.sql)
+	}
+	if st.elem != nil {
+		s.lru.Remove(st.elem)
+		st.elem = nil
 	}
 }
 
 func (s *stmtCache) clear() {
+	for _, st := range s.m {
+		st.elem = nil
+	}
 	clear(s.m)
 	s.lru.Init()
 }

@@ -99,6 +99,7 @@ type driver struct {
 	stmtCacheSize int
 	pooled        map[string]bool
 	pool          *sqlpool.Pool
+	schema        schemaGens // loop goroutine only
 
 	sideMu     sync.Mutex
 	sideClosed bool      // Close ran: no side connection opens again

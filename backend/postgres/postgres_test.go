@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the independent connection of the leak tests
@@ -13,6 +16,7 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/backendtest"
 	"github.com/tether-php/tether/backend/postgres"
+	"github.com/tether-php/tether/backend/sqlpool"
 )
 
 // TestBackend runs the shared suite against the real PostgreSQL server named by
@@ -133,7 +137,181 @@ func TestBackend_SessionLeaks(t *testing.T) {
 			{Name: "AdvisoryLock", Statement: "SELECT pg_advisory_lock(424242)", DirectProbe: "SELECT CASE WHEN pg_try_advisory_lock(424243) AND pg_try_advisory_lock(424242) THEN 'free' ELSE 'held' END", DirectClean: "free"},
 			{Name: "PreparedSQL", Statement: "PREPARE tether_leak AS SELECT 1", Probe: "EXECUTE tether_leak", ProbeErr: true},
 			{Name: "Listen", Statement: "LISTEN tether_leak", Probe: "SELECT count(*) FROM pg_listening_channels()", Clean: "0"},
+			// Every kind of object in the session's temporary schema, not only
+			// tables: the next client of the connection would see and call it.
+			{Name: "TempFunction", Statement: "CREATE FUNCTION pg_temp.tether_leak() RETURNS int LANGUAGE sql AS 'SELECT 42'", Probe: "SELECT pg_temp.tether_leak()", ProbeErr: true},
+			{Name: "TempProcedure", Statement: "CREATE PROCEDURE pg_temp.tether_leak_p() LANGUAGE sql AS 'SELECT 1'", Probe: "CALL pg_temp.tether_leak_p()", ProbeErr: true},
+			{Name: "TempEnumType", Statement: "CREATE TYPE pg_temp.tether_leak AS ENUM ('a')", Probe: "SELECT 'a'::pg_temp.tether_leak", ProbeErr: true},
+			{Name: "TempDomain", Statement: "CREATE DOMAIN pg_temp.tether_leak_d AS int CHECK (VALUE > 0)", Probe: "SELECT 1::pg_temp.tether_leak_d", ProbeErr: true},
+			{Name: "TempSequence", Statement: "CREATE TEMP SEQUENCE tether_leak_seq", Probe: "SELECT nextval('tether_leak_seq')", ProbeErr: true},
+			{Name: "TempView", Statement: "CREATE TEMP VIEW tether_leak_v AS SELECT 1 AS x", Probe: "SELECT x FROM tether_leak_v", ProbeErr: true},
+			{Name: "TempCollation", Statement: "CREATE COLLATION pg_temp.tether_leak (locale = 'C')", Probe: "SELECT 'a' COLLATE pg_temp.tether_leak", ProbeErr: true},
+			{Name: "TempOperator", Statement: "CREATE OPERATOR pg_temp.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq)", Probe: "SELECT 1 OPERATOR(pg_temp.===) 1", ProbeErr: true},
 			{Name: "CursorWithHold", Statement: "DECLARE tether_leak CURSOR WITH HOLD FOR SELECT 1", Probe: "SELECT count(*) FROM pg_cursors WHERE name = 'tether_leak'", Clean: "0"},
 		},
 	})
+}
+
+// TestBackend_SchemaChanges runs a migration under load on PostgreSQL, where
+// a statement prepared before a schema change fails with "cached plan must
+// not change result type" unless tetherd prepares it again.
+func TestBackend_SchemaChanges(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
+	backendtest.RunSchemaChanges(t, &backendtest.SchemaSuite{
+		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+			b, err := postgres.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Direct: func(t *testing.T) *sql.DB {
+			db, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		},
+		Placeholder:      func(n int) string { return fmt.Sprintf("$%d", n) },
+		AlterType:        "ALTER TABLE {table} ALTER COLUMN v TYPE TEXT",
+		TextType:         "TEXT",
+		TxSchemaError:    true,
+		TransactionalDDL: true,
+	})
+}
+
+// TestBackend_SchemaChangeUnderPipeline sends a batch of statements written
+// back to back on one connection (one Group), several of them prepared before
+// another client changed their table: each refused Bind is prepared again and
+// run again, and the pool still gets every answer in the order sent, each
+// without an error and with the new schema.
+func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
+	direct, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	const tbl = "schema_pipeline"
+	for _, q := range []string{"DROP TABLE IF EXISTS " + tbl, "CREATE TABLE " + tbl + " (id int PRIMARY KEY, k int, v int)",
+		"INSERT INTO " + tbl + " SELECT i, i, i FROM generate_series(1, 10) i"} {
+		if _, err := direct.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer direct.Exec("DROP TABLE " + tbl)
+	cfg := tether.DefaultBackendConfig("postgres", dsn)
+	cfg.MaxConns, cfg.MinConns = 1, 1
+	b, err := postgres.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+
+	star := "SELECT * FROM " + tbl + " WHERE id = $1"
+	kid := "SELECT k, id FROM " + tbl + " WHERE id = $1"
+	upd := "UPDATE " + tbl + " SET k = k + 1 WHERE id = $1"
+	for _, q := range []string{star, kid, upd} { // prepared on the one connection
+		if _, err := b.Exec(ctx, tether.Statement{SQL: q, Params: []any{int64(1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := direct.Exec("ALTER TABLE " + tbl + " ADD COLUMN w text"); err != nil {
+		t.Fatal(err)
+	}
+	batch := []string{star, star, kid, "SELECT $1::int + 1", upd, star, "SELECT * FROM " + tbl + " WHERE k > $1"}
+	var answered []int
+	reqs := make([]*sqlpool.Request, len(batch))
+	sinks := make([]*tether.ResultBuilder, len(batch))
+	done := make(chan struct{})
+	group := new(int)
+	for i, q := range batch {
+		kind := sqlpool.KindQuery
+		if q == upd {
+			kind = sqlpool.KindExec
+		}
+		sinks[i] = tether.NewResultBuilder(0)
+		reqs[i] = &sqlpool.Request{Kind: kind, SQL: q, Params: []any{int64(i + 1)}, Sink: sinks[i], Group: group, Done: func(*sqlpool.Request) {
+			answered = append(answered, i)
+			if len(answered) == len(batch) {
+				close(done)
+			}
+		}}
+	}
+	b.Loop().Post(func() {
+		for _, r := range reqs {
+			b.Submit(r)
+		}
+	})
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("answered %v of %d", answered, len(batch))
+	}
+	for i, r := range reqs {
+		if answered[i] != i {
+			t.Errorf("answered in the order %v", answered)
+			break
+		}
+		if r.Err != nil {
+			t.Errorf("%d %q: %v", i, batch[i], r.Err)
+			continue
+		}
+		if strings.HasPrefix(batch[i], "SELECT *") {
+			if cols := sinks[i].Result().Columns; !slices.Equal(cols, []string{"id", "k", "v", "w"}) {
+				t.Errorf("%d %q: columns %v", i, batch[i], cols)
+			}
+		}
+	}
+}
+
+// TestBackend_SchemaChangeParameterType recreates a table with another type
+// for the column a parameter is compared with: the statement prepared before
+// (its parameter inferred as int) is refused at Bind with 42883 (no text =
+// integer operator), and tetherd prepares it again, inferring text, as a
+// fresh prepare by any client would.
+func TestBackend_SchemaChangeParameterType(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
+	direct, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	const tbl = "schema_param_type"
+	exec := func(qs ...string) {
+		t.Helper()
+		for _, q := range qs {
+			if _, err := direct.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	exec("DROP TABLE IF EXISTS "+tbl, "CREATE TABLE "+tbl+" (id int PRIMARY KEY, k int)", "INSERT INTO "+tbl+" VALUES (1, 4)")
+	defer direct.Exec("DROP TABLE " + tbl)
+	cfg := tether.DefaultBackendConfig("postgres", dsn)
+	cfg.MaxConns, cfg.MinConns = 1, 1
+	b, err := postgres.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	q := tether.Statement{SQL: "SELECT k FROM " + tbl + " WHERE id = $1", Params: []any{int64(1)}}
+	if r, err := b.Query(ctx, q); err != nil || fmt.Sprint(r.Rows) != "[[4]]" {
+		t.Fatalf("before: %v %v", r, err)
+	}
+	exec("DROP TABLE "+tbl, "CREATE TABLE "+tbl+" (id text PRIMARY KEY, k int)", "INSERT INTO "+tbl+" VALUES ('1', 5)")
+	if r, err := b.Query(ctx, q); err != nil || fmt.Sprint(r.Rows) != "[[5]]" {
+		t.Fatalf("after the table was created again with a text id: %v %v", r, err)
+	}
 }

@@ -9,12 +9,12 @@ import (
 // the transaction status (in every ReadyForQuery) and a few parameters
 // (ParameterStatus: TimeZone, client_encoding, application_name, DateStyle,
 // IntervalStyle, ...). Everything else that outlives a statement (SET of any
-// other variable, search_path among them, temporary tables, advisory locks,
-// prepared statements, cursors, LISTEN) it does not announce, but it answers
-// when asked: checkSQL asks, in the same round trip, after every statement
-// that is not plainly a query or a DML statement (needsCheck). The pool then
-// moves the pooled variables into the client's profile and resets the
-// connection (DISCARD ALL) for anything else.
+// other variable, search_path among them, temporary tables and every other
+// object in pg_temp, advisory locks, prepared statements, cursors, LISTEN) it
+// does not announce, but it answers when asked: checkSQL asks, in the same
+// round trip, after every statement that is not plainly a query or a DML
+// statement (needsCheck). The pool then moves the pooled variables into the
+// client's profile and resets the connection (DISCARD ALL) for anything else.
 //
 // What is not asked after a plain SELECT or DML: the work of a user-defined
 // function it calls (one that SETs search_path or creates a temporary table
@@ -35,9 +35,27 @@ var pooledVariables = []string{
 
 // checkSQL asks the server for every kind of session state that outlives a
 // statement: one row per variable SET in this session (name, value), and one
-// row per other kind of state held ("@temp" and so on, value empty).
+// row per other kind of state held ("@temporary object" and so on, value
+// empty). A temporary object is anything in the session's temporary schema
+// (pg_temp), not only a table, view or sequence (pg_class): a function or
+// procedure, a type or domain, an operator, a collation, a conversion, an
+// operator class or family, a text search configuration or dictionary,
+// extended statistics. Each one would be seen, and called, by the next client
+// of the connection. The catalogs are read only once the session has a
+// temporary schema at all (pg_my_temp_schema() is 0 until then).
 const checkSQL = `SELECT name, current_setting(name) FROM pg_settings WHERE source = 'session'
-UNION ALL SELECT '@temporary table', '' WHERE EXISTS (SELECT 1 FROM pg_class WHERE relnamespace = pg_my_temp_schema())
+UNION ALL SELECT '@temporary object', '' WHERE pg_my_temp_schema() <> 0 AND (
+	EXISTS (SELECT 1 FROM pg_class WHERE relnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_proc WHERE pronamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_type WHERE typnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_operator WHERE oprnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_collation WHERE collnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_conversion WHERE connamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_opclass WHERE opcnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_opfamily WHERE opfnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictnamespace = pg_my_temp_schema())
+	OR EXISTS (SELECT 1 FROM pg_statistic_ext WHERE stxnamespace = pg_my_temp_schema()))
 UNION ALL SELECT '@advisory lock', '' WHERE EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())
 UNION ALL SELECT '@prepared statement', '' WHERE EXISTS (SELECT 1 FROM pg_prepared_statements WHERE from_sql)
 UNION ALL SELECT '@LISTEN', '' WHERE EXISTS (SELECT 1 FROM pg_listening_channels())
