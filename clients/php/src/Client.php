@@ -41,6 +41,9 @@ final class Client
     private float $timeout;
     private int $maxFrameBytes;
     private ?string $timeFormat;
+    private bool $persistent;
+    /** @var list<\WeakReference<Transaction>> the transactions this client began, for close() */
+    private array $transactions = [];
 
     /**
      * @param array{socket?: string, tcp?: string, token?: string, persistent?: bool, timeout?: float|int,
@@ -128,6 +131,7 @@ final class Client
         $this->timeout = (float) $timeout;
         $this->maxFrameBytes = $maxFrameBytes;
         $this->timeFormat = $timeFormat;
+        $this->persistent = $persistent;
     }
 
     /**
@@ -547,8 +551,15 @@ final class Client
             throw $this->connection->malformedReply('begin');
         }
         $this->connection->track($tx);
+        $transaction = new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat);
+        foreach ($this->transactions as $i => $ref) {
+            if ($ref->get()?->isOpen() !== true) {
+                unset($this->transactions[$i]);
+            }
+        }
+        $this->transactions[] = \WeakReference::create($transaction);
 
-        return new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat);
+        return $transaction;
     }
 
     /**
@@ -721,11 +732,50 @@ final class Client
     }
 
     /**
-     * close drops the socket, even a persistent one; tetherd rolls back its open transactions. Other Clients of
-     * this process on the same persistent address lose it too. The next call reconnects.
+     * close ends what this client holds on tetherd, at once, as closing a native database connection does:
+     *  1. every transaction this client began and left open is rolled back (a `rollback` round trip, so its locks
+     *     are free when close() returns; if that fails, the socket is dropped, and tetherd rolls back the
+     *     transactions of a closed socket);
+     *  2. a non-persistent socket is closed (tetherd forgets its session settings with it). A persistent socket
+     *     stays open: it is shared by every Client of this process on the same address and by the worker's next
+     *     PHP requests, so closing it would end the other clients' transactions; it holds no transaction of this
+     *     client any more.
+     * Never throws. The client stays usable: the next call reconnects if needed. drop() closes even a persistent
+     * socket.
      */
     public function close(): void
     {
+        $transactions = $this->transactions;
+        $this->transactions = [];
+        foreach ($transactions as $ref) {
+            $tx = $ref->get();
+            if ($tx === null || !$tx->isOpen()) {
+                continue;
+            }
+            if ($this->connection->isReading()) {
+                // Called from a destructor while a reply is read: no request may be sent now.
+                $this->connection->close();
+                break;
+            }
+            try {
+                $tx->rollback();
+            } catch (\Throwable) {
+                $this->connection->close();
+                break;
+            }
+        }
+        if (!$this->persistent) {
+            $this->connection->close();
+        }
+    }
+
+    /**
+     * drop closes the socket, even a persistent one: tetherd rolls back every transaction open on it, of any
+     * Client of this process on that address, and forgets its session settings. The next call reconnects.
+     */
+    public function drop(): void
+    {
+        $this->transactions = [];
         $this->connection->close();
     }
 
