@@ -5,10 +5,11 @@ declare(strict_types=1);
 namespace Tether\Tests\Support;
 
 /**
- * PrivateTetherd is a tetherd of a test's own (the repository's bin/tetherd) with one MariaDB backend `mysql` on the
- * integration's database (the env of scripts/lib/integration.sh): for a test that needs backend connections opened
- * after it changed something server-wide (SET GLOBAL sql_mode), which the integration's long-running tetherd has
- * opened already. Framework integrations' tests load it with require_once.
+ * PrivateTetherd is a tetherd of a test's own (the repository's bin/tetherd) with the configuration of the
+ * integration's tetherd (scripts/lib/integration.sh: its backends `mysql` and `pgsql`, the same databases) on a
+ * socket of its own: for a test that needs backend connections opened after it changed something server-wide (SET
+ * GLOBAL sql_mode), which the integration's long-running tetherd has opened already. Framework integrations' tests
+ * load it with require_once.
  */
 final class PrivateTetherd
 {
@@ -46,12 +47,9 @@ final class PrivateTetherd
         }
         $socket = $dir . '/tether.sock';
         @\unlink($socket);
-        $config = \sprintf(
-            "[server]\nsocket = %s\nsocket_mode = \"0660\"\ndefault_backend = \"mysql\"\n\n[log]\nlevel = \"info\"\n\n"
-            . "[backends.mysql]\ntype = \"mysql\"\ndsn = %s\nmax_conns = 4\n",
-            \json_encode($socket),
-            \json_encode(\sprintf('%s:%s@unix(%s)/%s', $env('TETHER_IT_USER'), $env('TETHER_IT_PASSWORD'), $env('TETHER_IT_MYSQL_SOCKET'), $env('TETHER_IT_DB'))),
-        );
+        // The integration's own configuration (its backends, on the same databases), on a socket of its own.
+        $toml = (string) \file_get_contents($env('TETHER_IT_DIR') . '/tetherd.toml');
+        $config = (string) \preg_replace('/^socket = .*$/m', 'socket = ' . \json_encode($socket, JSON_UNESCAPED_SLASHES), $toml);
         \file_put_contents($dir . '/tetherd.toml', $config);
         $process = \proc_open(
             [$binary, '-config', $dir . '/tetherd.toml'],

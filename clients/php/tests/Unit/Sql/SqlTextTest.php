@@ -88,6 +88,7 @@ final class SqlTextTest extends TestCase
         yield 'set @@autocommit' => ['SET @@autocommit := 0', $m, 'SET autocommit'];
         yield 'set @@session.autocommit' => ['SET @@SESSION.autocommit=0', $m, 'SET autocommit'];
         yield 'set among others' => ["SET NAMES utf8mb4, autocommit = 0", $m, 'SET autocommit'];
+        yield 'set another variable' => ['SET autocommit_x = 1', $m, null];
         yield 'set user variable' => ['SET @autocommit = 0', $m, null];
         yield 'set other' => ["SET time_zone = '+00:00'", $m, null];
         yield 'set in a literal' => ["SET @x = 'a, autocommit = 0'", $m, null];
