@@ -86,6 +86,7 @@ final class Client
                 throw new LogicException(\sprintf('option token is required with tcp (%s)', $tcp));
             }
             $address = 'tcp://' . $tcp;
+            $setting = 'the Client option tcp';
             $tls = $options['tls'] ?? null;
             if ($tls !== null) {
                 if (!\is_array($tls)) {
@@ -97,6 +98,11 @@ final class Client
             throw new LogicException('option tls needs option tcp: TLS is for tetherd\'s TCP listener');
         } else {
             $socket = $options['socket'] ?? (\getenv('TETHER_SOCKET') ?: './var/tether.sock');
+            $setting = match (true) {
+                isset($options['socket']) => 'the Client option socket (an integration sets it from its own setting: DBAL tether_socket, Laravel socket, WordPress TETHER_SOCKET)',
+                \getenv('TETHER_SOCKET') !== false && \getenv('TETHER_SOCKET') !== '' => 'env TETHER_SOCKET',
+                default => 'the default ./var/tether.sock, relative to the working directory ' . (\getcwd() ?: '?') . ' (neither the Client option socket nor env TETHER_SOCKET is set)',
+            };
             if (!\is_string($socket) || $socket === '') {
                 throw new LogicException(\sprintf('option socket: want a path, got %s', \var_export($socket, true)));
             }
@@ -126,7 +132,7 @@ final class Client
         }
 
         $tls = $options['tls'] ?? null;
-        $this->connection = $persistent ? StreamConnection::shared($address, $token, $tls) : new StreamConnection($address, false, $token, $tls);
+        $this->connection = $persistent ? StreamConnection::shared($address, $token, $tls, $setting) : new StreamConnection($address, false, $token, $tls, $setting);
         $this->backend = $backend;
         $this->timeout = (float) $timeout;
         $this->maxFrameBytes = $maxFrameBytes;
