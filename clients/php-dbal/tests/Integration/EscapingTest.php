@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\DBAL\Tests\Integration;
 
 use Doctrine\DBAL\Connection;
+use Tether\Client;
 use Tether\DBAL\Tests\Support\IntegrationTestCase;
 use Tether\Tests\Support\PrivateTetherd;
 
@@ -47,6 +48,69 @@ final class EscapingTest extends IntegrationTestCase
             self::assertRoundTrips($conn, 'esc_global', $pdo);
             $conn->close();
         });
+    }
+
+    /**
+     * A pool whose connections were opened under different global modes (one with NO_BACKSLASH_ESCAPES, one
+     * without): the mode quote() reads is pinned as the connection's own, so a literal is read in the mode it was
+     * escaped for on either pooled connection. Another client holds one connection in a transaction at a time, so
+     * that the DBAL connection's statements run on the other.
+     */
+    public function testMySqlPoolWithConnectionsOfBothGlobalModes(): void
+    {
+        $tetherd = PrivateTetherd::start('mixed-modes', 4);
+        $previous = null;
+        try {
+            $client = static fn (): Client => new Client(['socket' => $tetherd->socket, 'backend' => 'mysql', 'persistent' => false]);
+            /** @var list<array{Client, \Tether\Transaction, bool}> $held other clients' transactions, each pinning a pooled connection */
+            $held = [];
+            $hold = static function () use ($client, &$held): void {
+                $c = $client();
+                $tx = $c->begin();
+                $held[] = [$c, $tx, \str_contains((string) $tx->queryOne('SELECT @@SESSION.sql_mode AS m')['m'], 'NO_BACKSLASH_ESCAPES')];
+            };
+            $hold(); // a connection opened before the change
+            $previous = PrivateTetherd::setGlobalSqlMode('NO_BACKSLASH_ESCAPES');
+            $hold();
+            $hold();
+            $hold(); // the pool is full: at least two of the four were opened under the new global mode
+            PrivateTetherd::setGlobalSqlMode($previous);
+            $previous = null;
+            self::assertContains(true, \array_column($held, 2), 'a pooled connection opened with NO_BACKSLASH_ESCAPES');
+            self::assertContains(false, \array_column($held, 2), 'a pooled connection opened without it');
+
+            $conn = $this->connect('mysql', ['tether_socket' => $tetherd->socket]);
+            $id = 0;
+            foreach ([false, true, false] as $round => $nbe) {
+                // free one connection in the wanted mode: the DBAL connection's statements can only run there
+                $k = \array_search($nbe, \array_column($held, 2), true);
+                $held[$k][1]->rollback();
+                unset($held[$k]);
+                $held = \array_values($held);
+                if ($round === 0) {
+                    self::recreate($conn, 'esc_mixed', 'id INT PRIMARY KEY, v TEXT', 'mysql');
+                }
+                $where = $nbe ? 'with' : 'without';
+                $first = $id;
+                foreach (self::VALUES as $value) {
+                    $conn->executeStatement('INSERT INTO esc_mixed (id, v) VALUES (' . $id . ', ' . $conn->quote($value) . ')');
+                    self::assertSame($value, $conn->fetchOne('SELECT v FROM esc_mixed WHERE id = ?', [$id]), "round $round, on the connection opened $where NO_BACKSLASH_ESCAPES: " . \json_encode($value));
+                    self::assertSame(1, (int) $conn->fetchOne("SELECT COUNT(*) FROM esc_mixed WHERE id >= $first AND v = " . $conn->quote($value)), "round $round: one row for " . \json_encode($value));
+                    $id++;
+                }
+                $hold(); // takes the freed connection back (it keeps the mode it was opened in)
+                self::assertSame($nbe, $held[\count($held) - 1][2]);
+            }
+            $conn->close();
+        } finally {
+            if ($previous !== null) {
+                PrivateTetherd::setGlobalSqlMode($previous);
+            }
+            foreach ($held ?? [] as [, $tx]) {
+                $tx->rollback();
+            }
+            $tetherd->stop();
+        }
     }
 
     /** PostgreSQL: a literal quote() wrote reads the same whether standard_conforming_strings is on or off. */

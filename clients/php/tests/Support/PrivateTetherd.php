@@ -23,11 +23,11 @@ final class PrivateTetherd
 
     /**
      * start writes a config under $TETHER_IT_DIR/private-$name and starts tetherd on it, returning once its socket
-     * exists (tetherd logs in to its backend before it listens).
+     * exists (tetherd logs in to its backend before it listens). $maxConns > 0 sets every backend's max_conns.
      *
      * @throws \RuntimeException bin/tetherd missing, an env variable missing, or tetherd did not come up in 10 s
      */
-    public static function start(string $name): self
+    public static function start(string $name, int $maxConns = 0): self
     {
         $env = static function (string $var): string {
             $value = \getenv($var);
@@ -50,6 +50,9 @@ final class PrivateTetherd
         // The integration's own configuration (its backends, on the same databases), on a socket of its own.
         $toml = (string) \file_get_contents($env('TETHER_IT_DIR') . '/tetherd.toml');
         $config = (string) \preg_replace('/^socket = .*$/m', 'socket = ' . \json_encode($socket, JSON_UNESCAPED_SLASHES), $toml);
+        if ($maxConns > 0) {
+            $config = (string) \preg_replace('/^max_conns = .*$/m', 'max_conns = ' . $maxConns, $config);
+        }
         \file_put_contents($dir . '/tetherd.toml', $config);
         $process = \proc_open(
             [$binary, '-config', $dir . '/tetherd.toml'],
@@ -89,6 +92,21 @@ final class PrivateTetherd
             \proc_terminate($this->process, 9);
         }
         \proc_close($this->process);
+    }
+
+    /**
+     * setGlobalSqlMode sets MariaDB's GLOBAL sql_mode (as the databases' root, who needs no password on the test
+     * servers: scripts/lib/databases.sh) and returns the previous one. Sessions opened from now on start in it.
+     */
+    public static function setGlobalSqlMode(string $mode): string
+    {
+        $socket = \getenv('TETHER_IT_MYSQL_SOCKET') ?: throw new \RuntimeException('TETHER_IT_MYSQL_SOCKET is not set');
+        \mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+        $root = new \mysqli('localhost', 'root', '', null, 0, $socket);
+        $previous = (string) $root->query('SELECT @@GLOBAL.sql_mode')->fetch_row()[0];
+        $root->query("SET GLOBAL sql_mode = '" . $root->real_escape_string($mode) . "'");
+
+        return $previous;
     }
 
     /**
