@@ -15,9 +15,12 @@ use Tether\Connection\CommunicationException;
 final class ConnectErrorTest extends TestCase
 {
     private string $dir;
+    /** @var string|false the environment's TETHER_SOCKET, restored after each test */
+    private string|false $envSocket;
 
     protected function setUp(): void
     {
+        $this->envSocket = \getenv('TETHER_SOCKET');
         $this->dir = \sys_get_temp_dir() . '/tether-connect-error-' . \getmypid();
         @\mkdir($this->dir, 0755);
         \chmod($this->dir, 0755);
@@ -29,7 +32,7 @@ final class ConnectErrorTest extends TestCase
             @\unlink($file);
         }
         @\rmdir($this->dir);
-        \putenv('TETHER_SOCKET');
+        \putenv($this->envSocket === false ? 'TETHER_SOCKET' : 'TETHER_SOCKET=' . $this->envSocket);
     }
 
     public function testNoSocketFile(): void
