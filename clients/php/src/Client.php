@@ -747,21 +747,22 @@ final class Client
      *     PHP requests, so closing it would end the other clients' transactions; it holds no transaction of this
      *     client any more.
      * Never throws. The client stays usable: the next call reconnects if needed. drop() closes even a persistent
-     * socket.
+     * socket. Called while a reply is being read on the socket (from a destructor the garbage collector runs), it
+     * does nothing: the end of the PHP request rolls back what is left.
      */
     public function close(): void
     {
+        if ($this->connection->isReading()) {
+            // Called from a destructor the garbage collector ran while a reply is read on this socket: nothing may
+            // be sent or closed now. The transactions' own destructors, or the end of the PHP request, roll back.
+            return;
+        }
         $transactions = $this->transactions;
         $this->transactions = [];
         foreach ($transactions as $ref) {
             $tx = $ref->get();
             if ($tx === null || !$tx->isOpen()) {
                 continue;
-            }
-            if ($this->connection->isReading()) {
-                // Called from a destructor while a reply is read: no request may be sent now.
-                $this->connection->close();
-                break;
             }
             try {
                 $tx->rollback();
