@@ -28,6 +28,7 @@ spl_autoload_register(static function (string $class): void {
         'Tether\\Protocol\\Reply' => 'Protocol/Reply.php',
         'Tether\\Protocol\\Request' => 'Protocol/Request.php',
         'Tether\\ScanResult' => 'ScanResult.php',
+        'Tether\\Sql\\SqlText' => 'Sql/SqlText.php',
         'Tether\\Server\\ServerException' => 'Server/ServerException.php',
         'Tether\\Transaction' => 'Transaction.php',
     ];

@@ -13,6 +13,7 @@ use Tether\DBAL\Exception\DriverError;
 use Tether\DBAL\Exception\RefusedStatement;
 use Tether\Exception\TetherException;
 use Tether\Server\ServerException;
+use Tether\Sql\SqlText as SharedSqlText;
 use Tether\Transaction;
 
 /**
@@ -34,7 +35,12 @@ final class Connection implements Compat\ServerInfoConnection
 {
     private ?Transaction $transaction = null;
     private int|string|null $lastInsertId = null;
-    /** @var \WeakMap<Client, self>|null the connection of each client, for ResultCache::with() */
+    /** MySQL: whether the session's sql_mode has NO_BACKSLASH_ESCAPES; null until quote() needs it */
+    private ?bool $noBackslashEscapes = null;
+    /**
+     * @var \WeakMap<Client, \WeakReference<self>>|null the connection of each client, for ResultCache::with(). A
+     *      weak reference: a value holding the connection, which holds its client, would keep both alive forever.
+     */
     private static ?\WeakMap $byClient = null;
 
     /** @internal made by Driver::connect() */
@@ -47,13 +53,35 @@ final class Connection implements Compat\ServerInfoConnection
         private int $cacheTtlMs = 0,
     ) {
         self::$byClient ??= new \WeakMap();
-        self::$byClient[$client] = $this;
+        self::$byClient[$client] = \WeakReference::create($this);
+    }
+
+    /**
+     * __destruct is the connection's close: DBAL's Connection::close() drops its driver connection, and so does
+     * every other owner going away. The open transaction is rolled back at once and the client's socket released
+     * (Client::close(): a socket of its own closed, the worker's shared persistent one kept), so that its locks
+     * and its backend connection are free when close() returns, as with PDO.
+     */
+    public function __destruct()
+    {
+        $this->close();
+    }
+
+    /**
+     * close rolls back the open transaction, if any, and releases the client's socket (see __destruct()); the
+     * connection reconnects if used again. Never throws.
+     */
+    public function close(): void
+    {
+        $this->transaction = null;
+        $this->noBackslashEscapes = null;
+        $this->client->close();
     }
 
     /** @internal the connection that uses $client, for ResultCache::with() */
     public static function forClient(Client $client): ?self
     {
-        return self::$byClient[$client] ?? null;
+        return (self::$byClient[$client] ?? null)?->get();
     }
 
     /**
@@ -92,14 +120,56 @@ final class Connection implements Compat\ServerInfoConnection
     }
 
     /**
-     * quote returns $value as a string literal of the dialect (see Dialect::quote()). Prefer bound parameters.
+     * quote returns $value as a string literal for this session, as PDO::quote() does (Tether\Sql\SqlText::quote()):
+     * on MySQL/MariaDB escaped for the session's actual sql_mode (NO_BACKSLASH_ESCAPES or not), read from the server
+     * the first time and again after a statement that sets sql_mode; PostgreSQL's literal reads the same whatever
+     * standard_conforming_strings says. Prefer bound parameters.
      *
      * @param mixed $value
      * @param mixed $type ignored, as by DBAL's drivers
+     * @throws DriverError the sql_mode could not be read
      */
     public function quote($value, $type = ParameterType::STRING): string
     {
-        return $this->dialect->quote((string) $value);
+        if ($this->dialect === Dialect::PostgreSQL) {
+            try {
+                return SharedSqlText::quote((string) $value, SharedSqlText::PGSQL);
+            } catch (TetherException $e) {
+                throw new DriverError($e->getMessage(), '22021', 0, $e);
+            }
+        }
+
+        return SharedSqlText::quote((string) $value, SharedSqlText::MYSQL, $this->noBackslashEscapes());
+    }
+
+    /**
+     * noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES. The first time, it pins the
+     * mode the session has now as this connection's own (SET SESSION sql_mode = @@SESSION.sql_mode: tetherd then
+     * applies it to whichever pooled connection runs the next statement, so the mode the literal is escaped for is
+     * the one it is read in, even with pooled connections opened under another global mode) and reads it back.
+     *
+     * @throws DriverError
+     */
+    private function noBackslashEscapes(): bool
+    {
+        if ($this->noBackslashEscapes !== null) {
+            return $this->noBackslashEscapes;
+        }
+        $pin = 'SET SESSION sql_mode = @@SESSION.sql_mode';
+        $read = 'SELECT @@SESSION.sql_mode AS sql_mode';
+        try {
+            if ($this->transaction !== null) {
+                $this->transaction->execute($pin);
+                $row = $this->transaction->queryOne($read);
+            } else {
+                $this->client->execute($pin, [], $this->backend);
+                $row = $this->client->queryOne($read, [], $this->backend);
+            }
+        } catch (TetherException $e) {
+            throw DriverError::fromTether($e, $this->dialect, $read);
+        }
+
+        return $this->noBackslashEscapes = SharedSqlText::noBackslashEscapes((string) ($row['sql_mode'] ?? ''));
     }
 
     /**
@@ -208,9 +278,12 @@ final class Connection implements Compat\ServerInfoConnection
     public function run(string $sql, array $params, string $originalSql): Result
     {
         $returnsRows = SqlText::returnsRows($sql);
+        if ($this->dialect === Dialect::MySQL && SharedSqlText::setsSqlMode($sql)) {
+            $this->noBackslashEscapes = null; // read again by the next quote()
+        }
         try {
             if ($this->transaction !== null) {
-                $control = SqlText::transactionControl($sql, $this->dialect);
+                $control = SharedSqlText::transactionControl($sql, $this->dialect === Dialect::MySQL ? SharedSqlText::MYSQL : SharedSqlText::PGSQL);
                 if ($control !== null) {
                     throw RefusedStatement::insideTransaction($originalSql, $control);
                 }

@@ -17,7 +17,7 @@ use Tether\DBAL\Exception\DriverError;
 
 /**
  * Dialect is the SQL server behind a Tether backend, as far as DBAL cares: MySQL/MariaDB or PostgreSQL. It decides
- * the placeholders sent to tetherd (`?` or `$1..$n`), how quote() escapes, which DBAL platform and exception
+ * the placeholders sent to tetherd (`?` or `$1..$n`), which DBAL platform and exception
  * converter apply, and how error codes are carried (MySQL error number as the exception code, PostgreSQL SQLSTATE).
  */
 enum Dialect: string
@@ -102,21 +102,6 @@ enum Dialect: string
         return match ($this) {
             self::MySQL => new MySQLExceptionConverter(),
             self::PostgreSQL => new PostgreSQLExceptionConverter(),
-        };
-    }
-
-    /**
-     * quote returns $value as a string literal of this dialect. MySQL: backslash escapes (as mysqli's
-     * real_escape_string does; wrong under sql_mode NO_BACKSLASH_ESCAPES, use bound parameters there);
-     * PostgreSQL: quotes doubled (standard_conforming_strings, the default since 9.1).
-     */
-    public function quote(string $value): string
-    {
-        return match ($this) {
-            self::MySQL => "'" . \strtr($value, [
-                '\\' => '\\\\', "'" => "\\'", '"' => '\\"', "\0" => '\\0', "\n" => '\\n', "\r" => '\\r', "\x1a" => '\\Z',
-            ]) . "'",
-            self::PostgreSQL => "'" . \str_replace("'", "''", $value) . "'",
         };
     }
 }

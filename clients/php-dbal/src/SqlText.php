@@ -6,9 +6,10 @@ namespace Tether\DBAL;
 
 /**
  * SqlText reads what the driver must know of a statement before sending it: whether it returns rows (sent as a
- * tetherd `query`, else as an `exec` that reports affected rows and the insert id), and whether it controls the
- * transaction by its text. It looks at the leading keywords only, after white space, comments and opening
- * parentheses; tetherd itself decides everything about session state by the server's report.
+ * tetherd `query`, else as an `exec` that reports affected rows and the insert id), and whether it is an INSERT. It
+ * looks at the leading keywords only, after white space, comments and opening parentheses; tetherd itself decides
+ * everything about session state by the server's report. Escaping and transaction-control detection are the
+ * client's, shared by every integration: Tether\Sql\SqlText.
  */
 final class SqlText
 {
@@ -75,26 +76,5 @@ final class SqlText
     public static function isInsert(string $sql): bool
     {
         return (self::leadingWords($sql, 1)[0] ?? '') === 'INSERT' && \preg_match('/\bRETURNING\b/i', $sql) !== 1;
-    }
-
-    /**
-     * transactionControl returns the keywords by which $sql begins, ends or locks a transaction by its text
-     * (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK but not ROLLBACK TO SAVEPOINT, ABORT, SET autocommit,
-     * XA, LOCK/UNLOCK TABLES on MySQL, which commit), or null for any other statement.
-     */
-    public static function transactionControl(string $sql, Dialect $dialect): ?string
-    {
-        [$first, $second] = self::leadingWords($sql, 2) + ['', ''];
-        $control = match ($first) {
-            'BEGIN', 'COMMIT', 'END', 'ABORT', 'XA' => $first,
-            'START' => $second === 'TRANSACTION' ? 'START TRANSACTION' : null,
-            'ROLLBACK' => $second === 'TO' ? null : 'ROLLBACK',
-            'SET' => \preg_match('/^SET\s+(?:(?:SESSION|LOCAL)\s+|@@(?:SESSION\.|LOCAL\.)?)?AUTOCOMMIT\b/i', self::body($sql)) === 1 ? 'SET autocommit' : null,
-            'LOCK' => $dialect === Dialect::MySQL ? 'LOCK TABLES' : null,
-            'UNLOCK' => 'UNLOCK TABLES',
-            default => null,
-        };
-
-        return $control;
     }
 }

@@ -9,6 +9,7 @@ use Tether\ExecResult;
 use Tether\Exception\TetherException;
 use Tether\Laravel\Sql\SqlText;
 use Tether\NumericResult;
+use Tether\Sql\SqlText as SharedSqlText;
 use Tether\Transaction;
 
 /**
@@ -25,8 +26,12 @@ use Tether\Transaction;
  * 3. Failures come out as TetherQueryError (a PDOException shaped like PDO's own), statements it will not send as
  *    UnsupportedStatementException.
  *
+ * 4. disconnect() / purge() drop the session, and so close it (close(), also run by the destructor): the open
+ *    transaction is rolled back at once, its locks free, and the client's socket released (Client::close(): a
+ *    socket of its own closed, the worker's shared persistent one kept for the other connections).
+ *
  * It is not a PDO: any other PDO method throws a LogicException that names it. Not safe to share between
- * processes; a session lives as long as its Laravel connection keeps it (disconnect() drops it).
+ * processes.
  */
 final class TetherSession
 {
@@ -35,6 +40,8 @@ final class TetherSession
     private ?string $serverVersion = null;
     /** milliseconds a query outside a transaction may be answered from tetherd's result cache; 0: never */
     private int $cacheTtlMs = 0;
+    /** MySQL: whether the session's sql_mode has NO_BACKSLASH_ESCAPES; null until quote() needs it */
+    private ?bool $noBackslashEscapes = null;
 
     /**
      * @param Client $client the session's client; made by TetherConnector with time_format 'sql' (unless the
@@ -64,6 +71,24 @@ final class TetherSession
         [$previous, $this->cacheTtlMs] = [$this->cacheTtlMs, $ttlMs];
 
         return $previous;
+    }
+
+    /** __destruct closes the session (see close()): Laravel's disconnect() and purge() drop it. */
+    public function __destruct()
+    {
+        $this->close();
+    }
+
+    /**
+     * close ends the session at once, as closing a PDO connection does: the open transaction is rolled back (its
+     * locks are free when close() returns) and the client's socket released (Client::close()). Never throws; the
+     * session reconnects if used again.
+     */
+    public function close(): void
+    {
+        $this->transaction = null;
+        $this->noBackslashEscapes = null;
+        $this->client->close();
     }
 
     /** client returns the Tether client this session runs on. */
@@ -126,6 +151,7 @@ final class TetherSession
         $this->refuseSessionControl($sql);
         [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
         $params = $this->bindableValues($params);
+        $this->noteSqlMode($sql);
         try {
             $rows = $this->transaction !== null
                 ? $this->transaction->query($sql, $params)
@@ -291,8 +317,14 @@ final class TetherSession
     }
 
     /**
-     * quote returns $value as an SQL string literal of the platform, as PDO::quote() does (Laravel 11's
-     * Connection::escape() uses it). Prefer bindings.
+     * quote returns $value as an SQL string literal for this session, as PDO::quote() does (Laravel's
+     * Connection::escape() uses it), by Tether\Sql\SqlText::quote(): on MySQL/MariaDB escaped for the session's
+     * actual sql_mode (NO_BACKSLASH_ESCAPES or not), read from the server the first time and again after a statement
+     * that sets sql_mode; PostgreSQL's literal reads the same whatever standard_conforming_strings says. Prefer
+     * bindings.
+     *
+     * @throws \InvalidArgumentException a NUL byte in a PostgreSQL value
+     * @throws TetherQueryError the sql_mode could not be read
      */
     public function quote(string $value, int $type = \PDO::PARAM_STR): string
     {
@@ -301,10 +333,46 @@ final class TetherSession
                 throw new \InvalidArgumentException('tether driver: a PostgreSQL string literal cannot hold a NUL byte');
             }
 
-            return "'" . \str_replace("'", "''", $value) . "'";
+            return SharedSqlText::quote($value, SharedSqlText::PGSQL);
         }
 
-        return "'" . \strtr($value, ["\0" => '\\0', "\n" => '\\n', "\r" => '\\r', '\\' => '\\\\', "'" => "\\'", '"' => '\\"', "\x1a" => '\\Z']) . "'";
+        return SharedSqlText::quote($value, SharedSqlText::MYSQL, $this->noBackslashEscapes());
+    }
+
+    /**
+     * noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES. The first time it pins the
+     * mode the session has now as this client's own (SET SESSION sql_mode = @@SESSION.sql_mode: tetherd applies it
+     * to whichever pooled connection runs the next statement, so a literal is read in the mode it was escaped for,
+     * even on pooled connections opened under another global mode) and reads it back.
+     *
+     * @throws TetherQueryError
+     */
+    private function noBackslashEscapes(): bool
+    {
+        if ($this->noBackslashEscapes !== null) {
+            return $this->noBackslashEscapes;
+        }
+        try {
+            if ($this->transaction !== null) {
+                $this->transaction->execute('SET SESSION sql_mode = @@SESSION.sql_mode');
+                $row = $this->transaction->queryOne('SELECT @@SESSION.sql_mode AS sql_mode');
+            } else {
+                $this->client->execute('SET SESSION sql_mode = @@SESSION.sql_mode', [], $this->backend);
+                $row = $this->client->queryOne('SELECT @@SESSION.sql_mode AS sql_mode', [], $this->backend);
+            }
+        } catch (TetherException $e) {
+            throw TetherQueryError::from($e, SqlText::MYSQL);
+        }
+
+        return $this->noBackslashEscapes = SharedSqlText::noBackslashEscapes((string) ($row['sql_mode'] ?? ''));
+    }
+
+    /** noteSqlMode forgets the sql_mode read for quote() when $sql may change it (MySQL). */
+    private function noteSqlMode(string $sql): void
+    {
+        if ($this->noBackslashEscapes !== null && SharedSqlText::setsSqlMode($sql)) {
+            $this->noBackslashEscapes = null;
+        }
     }
 
     /**
@@ -322,6 +390,7 @@ final class TetherSession
      */
     private function run(string $sql, array $params): ExecResult
     {
+        $this->noteSqlMode($sql);
         try {
             $result = $this->transaction !== null
                 ? $this->transaction->execute($sql, $params)
@@ -348,26 +417,12 @@ final class TetherSession
      */
     private function refuseSessionControl(string $sql): void
     {
-        $isMysql = $this->platform() === SqlText::MYSQL;
-        $words = \explode(' ', SqlText::leadingWords($sql, $this->platform(), 3)) + ['', '', ''];
-        [$first, $second] = $words;
-        // SET [SESSION | LOCAL] autocommit, SET @@[session.]autocommit
-        $setTarget = \preg_replace('/^@@(SESSION\.|LOCAL\.)?/', '', \in_array($second, ['SESSION', 'LOCAL'], true) ? $words[2] : $second);
-        $transactional = match ($first) {
-            'BEGIN' => !($isMysql && $second === 'NOT'), // MariaDB's BEGIN NOT ATOMIC ... END is a compound statement
-            'COMMIT', 'XA' => true,
-            'START' => $second === 'TRANSACTION',
-            'ROLLBACK' => $second !== 'TO' && !(\in_array($second, ['WORK', 'TRANSACTION'], true) && $words[2] === 'TO'),
-            'END', 'ABORT' => !$isMysql,
-            'PREPARE' => !$isMysql && $second === 'TRANSACTION',
-            'SET' => $setTarget === 'AUTOCOMMIT',
-            default => false,
-        };
-        if ($transactional) {
-            throw new UnsupportedStatementException(\sprintf('%s cannot run as raw SQL through the tether driver: tetherd pins a transaction to one backend connection only through its own begin and commit; use DB::beginTransaction(), DB::commit(), DB::rollBack() or DB::transaction()', \trim($first . ' ' . $second)));
-        }
-        if ($isMysql && $first === 'LOCK' && ($second === 'TABLES' || $second === 'TABLE')) {
+        $control = SharedSqlText::transactionControl($sql, $this->platform() === SqlText::PGSQL ? SharedSqlText::PGSQL : SharedSqlText::MYSQL);
+        if ($control === 'LOCK TABLES') {
             throw new UnsupportedStatementException('LOCK TABLES cannot run through the tether driver: outside a transaction tetherd refuses it (the lock would outlive the statement on a pooled connection), and inside one MySQL commits the transaction implicitly; lock rows with lockForUpdate() or sharedLock() inside DB::transaction() instead');
+        }
+        if ($control !== null) {
+            throw new UnsupportedStatementException(\sprintf('%s cannot run as raw SQL through the tether driver: tetherd pins a transaction to one backend connection only through its own begin and commit; use DB::beginTransaction(), DB::commit(), DB::rollBack() or DB::transaction()', $control));
         }
     }
 

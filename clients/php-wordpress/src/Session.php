@@ -10,6 +10,7 @@ use Tether\Connection\CommunicationException;
 use Tether\Connection\UnknownOutcomeException;
 use Tether\Exception\TetherException;
 use Tether\Server\ServerException;
+use Tether\Sql\SqlText;
 use Tether\Transaction;
 use Tether\WordPress\Sql\Statement;
 
@@ -52,6 +53,8 @@ final class Session
     private int $lastInsertId = 0;
     /** @var array<string, int|float|string|null> user variables by lower-cased name */
     private array $userVariables = [];
+    /** the session's sql_mode has NO_BACKSLASH_ESCAPES: how string literals are read (Wpdb keeps it up to date) */
+    private bool $noBackslashEscapes = false;
 
     /**
      * @param float $busyWait seconds a statement keeps asking for a pooled connection when tetherd answers `busy`
@@ -68,6 +71,32 @@ final class Session
         return $this->client;
     }
 
+    /**
+     * setNoBackslashEscapes tells the session how the server reads backslashes in string literals now (sql_mode
+     * NO_BACKSLASH_ESCAPES), so that it finds where a literal ends as the server does.
+     */
+    public function setNoBackslashEscapes(bool $on): void
+    {
+        $this->noBackslashEscapes = $on;
+    }
+
+    /**
+     * pinSqlMode returns the session's sql_mode, after making the mode it has now this client's own (SET SESSION
+     * sql_mode = @@SESSION.sql_mode: tetherd applies it to whichever pooled connection runs the next statement, so a
+     * literal escaped for this mode is read in it, even on pooled connections opened under another global mode).
+     * Inside a transaction it asks there. It leaves FOUND_ROWS(), LAST_INSERT_ID() and the user variables alone.
+     *
+     * @throws QueryError
+     */
+    public function pinSqlMode(): string
+    {
+        $tx = $this->tx;
+        $this->call(fn () => $tx !== null ? $tx->execute('SET SESSION sql_mode = @@SESSION.sql_mode') : $this->client->execute('SET SESSION sql_mode = @@SESSION.sql_mode'), 'reading sql_mode');
+        $row = $this->call(fn () => $tx !== null ? $tx->queryOne('SELECT @@SESSION.sql_mode AS m') : $this->client->queryOne('SELECT @@SESSION.sql_mode AS m'), 'reading sql_mode');
+
+        return (string) ($row['m'] ?? '');
+    }
+
     /** inTransaction tells whether a WordPress transaction (START TRANSACTION ... COMMIT) is open. */
     public function inTransaction(): bool
     {
@@ -82,7 +111,7 @@ final class Session
      */
     public function run(string $sql, bool $exec): Result
     {
-        $statement = Statement::parse($sql);
+        $statement = Statement::parse($sql, $this->noBackslashEscapes);
         if ($statement->multiple) {
             throw new QueryError('Tether: the query holds more than one statement; $wpdb runs one statement per query (as mysqli_query() does), so none was run');
         }
@@ -188,10 +217,21 @@ final class Session
         }
     }
 
+    /**
+     * transactionControl runs a statement that controls the transaction by its text (Tether\Sql\SqlText's
+     * detection, shared with the other integrations) on the session's Tether transaction: START TRANSACTION, BEGIN
+     * [WORK], SET autocommit = 0 open one; COMMIT, ROLLBACK [WORK], SET autocommit = 1 end it. Any other form is
+     * refused, named; LOCK/UNLOCK TABLES and XA are left to refuseUnpoolable() and the server. Null: not
+     * transaction control.
+     */
     private function transactionControl(Statement $statement): ?Result
     {
+        $control = SqlText::transactionControl($statement->sql, SqlText::MYSQL);
+        if ($control === null || $control === 'LOCK TABLES' || $control === 'UNLOCK TABLES' || $control === 'XA') {
+            return null;
+        }
         $code = \strtoupper(\preg_replace('/\s+/', ' ', $statement->code));
-        $code = \rtrim($code, ' ');
+        $code = \rtrim($code, ' ;');
         if (\preg_match('/^(START TRANSACTION( READ WRITE)?|BEGIN( WORK)?)$/', $code)
             || \preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(0|OFF|FALSE)$/', $code)) {
             if ($this->tx !== null) {
@@ -221,7 +261,7 @@ final class Session
             return Result::none();
         }
 
-        return null;
+        throw new QueryError(\sprintf('Tether: %s is not supported (%s): a Tether transaction is opened and ended only by START TRANSACTION, BEGIN, COMMIT, ROLLBACK and SET autocommit = 0 or 1 alone', \trim($statement->code), $control));
     }
 
     /** end commits or rolls back the open WordPress transaction; without one it does nothing, as MySQL does. */

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\WordPress;
 
 use Tether\Client;
+use Tether\Sql\SqlText;
 
 /**
  * Wpdb is WordPress's wpdb with every path that touched mysqli (the connection in $this->dbh, mysqli_query,
@@ -16,9 +17,14 @@ use Tether\Client;
  * server's version, sql_mode and database in one round trip, then runs SET NAMES and SET SESSION sql_mode as wpdb
  * does (tetherd keeps both for this client on whichever pooled connection runs a statement); 2. query() runs each
  * statement through a Session (see there for FOUND_ROWS(), LAST_INSERT_ID(), @variables and transactions);
- * 3. close() rolls back an open transaction and drops the socket; otherwise the socket closes with the PHP request
- * (tetherd rolls back what it left open), unless TETHER_PERSISTENT keeps it, and its session, for the worker's
- * next request.
+ * 3. close() rolls back an open transaction at once (its locks are free when close() returns) and closes the
+ * socket (Client::close(); with TETHER_PERSISTENT the worker's socket, and its session settings, stay for its next
+ * request); otherwise the socket closes with the PHP request (tetherd rolls back what it left open), unless
+ * TETHER_PERSISTENT keeps it.
+ *
+ * Escaping (_real_escape(), so prepare() and esc_sql()) follows the session's sql_mode as mysqli's does: with
+ * NO_BACKSLASH_ESCAPES (set by the server's global mode or SET SESSION sql_mode, even mid-request) quotes are
+ * doubled and backslashes left as they are.
  *
  * The public properties mean what they mean with mysqli: insert_id, rows_affected, num_rows, last_error (MySQL's
  * message, or one naming what the drop-in refused), last_query, last_result, col_info (names only: Tether sends
@@ -38,6 +44,10 @@ class Wpdb extends \wpdb
     private string $tetherDatabase = '';
     private ?string $tetherSqlModeAtConnect = null;
     private string $tetherConnectError = '';
+    /** whether the session's sql_mode has NO_BACKSLASH_ESCAPES, as last known; null before the first look */
+    private ?bool $tetherNoBackslashEscapes = null;
+    /** the sql_mode may have changed since it was last known: read it before escaping */
+    private bool $tetherSqlModeStale = true;
     /** @var list<string> column names of the last result */
     private array $tetherColumns = [];
 
@@ -87,6 +97,8 @@ class Wpdb extends \wpdb
             $this->dbh = new Link($client, $this->tetherServerInfo, $this->tetherConfig->socket ?? '(default socket)');
         } catch (\Throwable $e) {
             $this->tetherConnectError = $e->getMessage();
+            // As wpdb over mysqli leaves a failed connect in PHP's error log (mysqli's warning), so does the drop-in.
+            \error_log(\sprintf('WordPress database error: Tether drop-in (wp-content/db.php) could not connect to the database through tetherd (TETHER_SOCKET %s, TETHER_BACKEND %s): %s', $this->tetherConfig->socket ?? '(not set)', $this->tetherConfig->backend ?? '(not set: tetherd\'s default_backend)', $this->tetherConnectError));
             if (!$allow_bail) {
                 return false;
             }
@@ -97,7 +109,10 @@ class Wpdb extends \wpdb
             }
             $message = '<h1>' . __('Error establishing a database connection') . "</h1>\n"
                 . '<p><code>' . \htmlspecialchars($this->tetherConnectError, ENT_QUOTES) . "</code></p>\n"
-                . '<p>' . \sprintf('The Tether drop-in (wp-content/db.php) could not reach tetherd at %s, or its backend.', '<code>' . \htmlspecialchars($this->tetherConfig->socket ?? '(default socket)', ENT_QUOTES) . '</code>') . "</p>\n";
+                . '<p>' . \sprintf(
+                    'The Tether drop-in (wp-content/db.php) could not reach tetherd at %s, or its backend. The socket is TETHER_SOCKET in wp-config.php (with Debian\'s wordpress package: /etc/wordpress/config-<site>.php). tetherd logs why it is not up to [log] file in tetherd.toml, else to its stderr (journalctl -u tetherd under systemd); this error is in PHP\'s error log too.',
+                    '<code>' . \htmlspecialchars($this->tetherConfig->socket ?? '(default socket)', ENT_QUOTES) . '</code>',
+                ) . "</p>\n";
             $this->bail($message, 'db_connect_fail');
 
             return false;
@@ -106,6 +121,9 @@ class Wpdb extends \wpdb
             $this->init_charset();
         }
         $this->tetherConnected = true;
+        // The mode read by the connect round trip; set_sql_mode() below makes it (less WordPress's incompatible
+        // modes) this client's own.
+        $this->tetherNoteSqlMode((string) $this->tetherSqlModeAtConnect);
         $this->set_charset($this->dbh);
         $this->ready = true;
         $this->set_sql_mode();
@@ -190,8 +208,8 @@ class Wpdb extends \wpdb
 
     /**
      * set_charset runs `SET NAMES charset [COLLATE collation]` as wpdb does; tetherd re-applies it to every pooled
-     * connection that runs this client's statements. Only character sets whose escaping Escaper implements
-     * (utf8mb4, utf8, utf8mb3, latin1, ascii, binary) are accepted.
+     * connection that runs this client's statements. Only character sets whose escaping Tether\Sql\SqlText
+     * implements (utf8mb4, utf8, utf8mb3, latin1, ascii, binary) are accepted.
      */
     public function set_charset($dbh, $charset = null, $collate = null)
     {
@@ -227,6 +245,11 @@ class Wpdb extends \wpdb
                 $modes_str = $row?->rows[0][0] ?? '';
             }
             if (empty($modes_str)) {
+                // Set all the same, so that tetherd keeps it for this client whatever mode a pooled connection
+                // opened under another global sql_mode has.
+                $this->runInternal("SET SESSION sql_mode=''");
+                $this->tetherNoteSqlMode('');
+
                 return;
             }
             $modes = \explode(',', $modes_str);
@@ -239,10 +262,20 @@ class Wpdb extends \wpdb
             }
         }
         $modes_str = \implode(',', $modes);
-        $this->runInternal("SET SESSION sql_mode='$modes_str'");
+        // The mode names are the server's own, or a plugin's list: quoted without backslashes, right in either mode.
+        if ($this->runInternal("SET SESSION sql_mode='" . \str_replace("'", "''", $modes_str) . "'") !== null) {
+            $this->tetherNoteSqlMode($modes_str);
+        } else {
+            $this->tetherSqlModeStale = true;
+        }
     }
 
-    /** _real_escape escapes as mysqli_real_escape_string() does (see Escaper), then adds wpdb's placeholder escape. */
+    /**
+     * _real_escape escapes as mysqli_real_escape_string() does on this session (Tether\Sql\SqlText::escapeMySql()):
+     * backslash escapes, or only doubled quotes when the session's sql_mode has NO_BACKSLASH_ESCAPES (where `\'`
+     * would end the literal), then adds wpdb's placeholder escape. The mode is the one set on connect, read again
+     * after any statement that sets sql_mode.
+     */
     public function _real_escape($string)
     {
         if (!\is_scalar($string)) {
@@ -252,7 +285,33 @@ class Wpdb extends \wpdb
             $string = $string ? '1' : '';
         }
 
-        return $this->add_placeholder_escape(Escaper::escape((string) $string));
+        return $this->add_placeholder_escape(SqlText::escapeMySql((string) $string, $this->tetherNoBackslashEscapes()));
+    }
+
+    /**
+     * tetherNoBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES: as last known, read
+     * (and pinned: Session::pinSqlMode()) when it may have changed. If it cannot be read, the last known mode (or
+     * the default, backslash escapes) is used; the statement it is escaped for would fail the same way.
+     */
+    private function tetherNoBackslashEscapes(): bool
+    {
+        if ($this->tetherSqlModeStale && $this->tetherSession !== null && $this->dbh) {
+            try {
+                $this->tetherNoteSqlMode($this->tetherSession->pinSqlMode());
+            } catch (QueryError) {
+                // keep the last known mode; the next escape asks again
+            }
+        }
+
+        return $this->tetherNoBackslashEscapes ?? false;
+    }
+
+    /** tetherNoteSqlMode records the session's sql_mode, for escaping and for where the session reads literals. */
+    private function tetherNoteSqlMode(string $sqlMode): void
+    {
+        $this->tetherNoBackslashEscapes = SqlText::noBackslashEscapes($sqlMode);
+        $this->tetherSqlModeStale = false;
+        $this->tetherSession?->setNoBackslashEscapes($this->tetherNoBackslashEscapes);
     }
 
     /** print_error is wpdb's; with no message it shows last_error (wpdb would ask mysqli_error()). */
@@ -319,6 +378,11 @@ class Wpdb extends \wpdb
         $result = $this->doQuery((string) $query, $isDdl || $isDml);
         if ($result instanceof QueryError && $result->notSent() && $this->check_connection()) {
             $result = $this->doQuery((string) $query, $isDdl || $isDml);
+        }
+        if (SqlText::setsSqlMode((string) $query)) {
+            // SET [SESSION] sql_mode: escaping and the reading of literals follow the new mode from the next statement on.
+            $this->tetherSqlModeStale = true;
+            $this->tetherNoBackslashEscapes();
         }
         if ($result instanceof QueryError) {
             $this->last_error = $result->getMessage();
@@ -448,6 +512,7 @@ class Wpdb extends \wpdb
             return false;
         }
         $this->tetherSession->close();
+        $this->tetherSqlModeStale = true;
         $this->dbh = null;
         $this->ready = false;
         $this->tetherConnected = false;

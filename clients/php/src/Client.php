@@ -41,6 +41,9 @@ final class Client
     private float $timeout;
     private int $maxFrameBytes;
     private ?string $timeFormat;
+    private bool $persistent;
+    /** @var list<\WeakReference<Transaction>> the transactions this client began, for close() */
+    private array $transactions = [];
 
     /**
      * @param array{socket?: string, tcp?: string, token?: string, persistent?: bool, timeout?: float|int,
@@ -83,6 +86,7 @@ final class Client
                 throw new LogicException(\sprintf('option token is required with tcp (%s)', $tcp));
             }
             $address = 'tcp://' . $tcp;
+            $setting = 'the Client option tcp';
             $tls = $options['tls'] ?? null;
             if ($tls !== null) {
                 if (!\is_array($tls)) {
@@ -94,6 +98,11 @@ final class Client
             throw new LogicException('option tls needs option tcp: TLS is for tetherd\'s TCP listener');
         } else {
             $socket = $options['socket'] ?? (\getenv('TETHER_SOCKET') ?: './var/tether.sock');
+            $setting = match (true) {
+                isset($options['socket']) => 'the Client option socket (an integration sets it from its own setting: DBAL tether_socket, Laravel socket, WordPress TETHER_SOCKET)',
+                \getenv('TETHER_SOCKET') !== false && \getenv('TETHER_SOCKET') !== '' => 'env TETHER_SOCKET',
+                default => 'the default ./var/tether.sock, relative to the working directory ' . (\getcwd() ?: '?') . ' (neither the Client option socket nor env TETHER_SOCKET is set)',
+            };
             if (!\is_string($socket) || $socket === '') {
                 throw new LogicException(\sprintf('option socket: want a path, got %s', \var_export($socket, true)));
             }
@@ -123,11 +132,12 @@ final class Client
         }
 
         $tls = $options['tls'] ?? null;
-        $this->connection = $persistent ? StreamConnection::shared($address, $token, $tls) : new StreamConnection($address, false, $token, $tls);
+        $this->connection = $persistent ? StreamConnection::shared($address, $token, $tls, $setting) : new StreamConnection($address, false, $token, $tls, $setting);
         $this->backend = $backend;
         $this->timeout = (float) $timeout;
         $this->maxFrameBytes = $maxFrameBytes;
         $this->timeFormat = $timeFormat;
+        $this->persistent = $persistent;
     }
 
     /**
@@ -565,8 +575,15 @@ final class Client
             throw $this->connection->malformedReply('begin');
         }
         $this->connection->track($tx);
+        $transaction = new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat);
+        foreach ($this->transactions as $i => $ref) {
+            if ($ref->get()?->isOpen() !== true) {
+                unset($this->transactions[$i]);
+            }
+        }
+        $this->transactions[] = \WeakReference::create($transaction);
 
-        return new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat);
+        return $transaction;
     }
 
     /**
@@ -739,11 +756,51 @@ final class Client
     }
 
     /**
-     * close drops the socket, even a persistent one; tetherd rolls back its open transactions. Other Clients of
-     * this process on the same persistent address lose it too. The next call reconnects.
+     * close ends what this client holds on tetherd, at once, as closing a native database connection does:
+     *  1. every transaction this client began and left open is rolled back (a `rollback` round trip, so its locks
+     *     are free when close() returns; if that fails, the socket is dropped, and tetherd rolls back the
+     *     transactions of a closed socket);
+     *  2. a non-persistent socket is closed (tetherd forgets its session settings with it). A persistent socket
+     *     stays open: it is shared by every Client of this process on the same address and by the worker's next
+     *     PHP requests, so closing it would end the other clients' transactions; it holds no transaction of this
+     *     client any more.
+     * Never throws. The client stays usable: the next call reconnects if needed. drop() closes even a persistent
+     * socket. Called while a reply is being read on the socket (from a destructor the garbage collector runs), it
+     * does nothing: the end of the PHP request rolls back what is left.
      */
     public function close(): void
     {
+        if ($this->connection->isReading()) {
+            // Called from a destructor the garbage collector ran while a reply is read on this socket: nothing may
+            // be sent or closed now. The transactions' own destructors, or the end of the PHP request, roll back.
+            return;
+        }
+        $transactions = $this->transactions;
+        $this->transactions = [];
+        foreach ($transactions as $ref) {
+            $tx = $ref->get();
+            if ($tx === null || !$tx->isOpen()) {
+                continue;
+            }
+            try {
+                $tx->rollback();
+            } catch (\Throwable) {
+                $this->connection->close();
+                break;
+            }
+        }
+        if (!$this->persistent) {
+            $this->connection->close();
+        }
+    }
+
+    /**
+     * drop closes the socket, even a persistent one: tetherd rolls back every transaction open on it, of any
+     * Client of this process on that address, and forgets its session settings. The next call reconnects.
+     */
+    public function drop(): void
+    {
+        $this->transactions = [];
         $this->connection->close();
     }
 

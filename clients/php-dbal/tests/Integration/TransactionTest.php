@@ -178,4 +178,28 @@ final class TransactionTest extends IntegrationTestCase
         }
         self::assertSame([['id' => 9]], $conn->fetchAllAssociative('INSERT INTO tx_ids_off (id) VALUES (9) RETURNING id'));
     }
+
+    /**
+     * Inside a transaction, what only looks like transaction control runs: ROLLBACK WORK TO SAVEPOINT (a savepoint's
+     * rollback, the transaction stays open) and MariaDB's compound statement BEGIN NOT ATOMIC ... END (the driver
+     * refused both, taking them for ROLLBACK and BEGIN).
+     *
+     * @dataProvider backends
+     */
+    public function testSavepointRollbackAndCompoundStatementsAreNotTransactionControl(string $kind): void
+    {
+        $conn = $this->connect($kind);
+        self::recreate($conn, 'tx_lookalike', 'id INT PRIMARY KEY', $kind);
+        $conn->beginTransaction();
+        $conn->insert('tx_lookalike', ['id' => 1]);
+        $conn->executeStatement('SAVEPOINT s1');
+        $conn->insert('tx_lookalike', ['id' => 2]);
+        $conn->executeStatement($kind === 'mysql' ? 'ROLLBACK WORK TO SAVEPOINT s1' : 'ROLLBACK TRANSACTION TO SAVEPOINT s1');
+        if ($kind === 'mysql') {
+            $conn->executeStatement('BEGIN NOT ATOMIC INSERT INTO tx_lookalike VALUES (3); END');
+        }
+        self::assertTrue($conn->isTransactionActive());
+        $conn->commit();
+        self::assertSame($kind === 'mysql' ? [1, 3] : [1], \array_map('intval', self::pdo($kind)->query('SELECT id FROM tx_lookalike ORDER BY id')->fetchAll(\PDO::FETCH_COLUMN)));
+    }
 }

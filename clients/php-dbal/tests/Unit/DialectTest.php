@@ -72,24 +72,5 @@ final class DialectTest extends TestCase
         self::assertFalse(SqlText::returnsRows('UPDATE t SET a = 1'));
         self::assertTrue(SqlText::isInsert('insert into t values (1)'));
         self::assertFalse(SqlText::isInsert('INSERT INTO t VALUES (1) RETURNING id'));
-
-        self::assertSame('COMMIT', SqlText::transactionControl('commit', Dialect::MySQL));
-        self::assertSame('ROLLBACK', SqlText::transactionControl('ROLLBACK WORK', Dialect::PostgreSQL));
-        self::assertNull(SqlText::transactionControl('ROLLBACK TO SAVEPOINT s1', Dialect::PostgreSQL));
-        self::assertNull(SqlText::transactionControl('SAVEPOINT s1', Dialect::MySQL));
-        self::assertSame('SET autocommit', SqlText::transactionControl('SET SESSION autocommit = 0', Dialect::MySQL));
-        self::assertSame('SET autocommit', SqlText::transactionControl('/* x */ SET @@session.autocommit=0', Dialect::MySQL));
-        self::assertSame('SET autocommit', SqlText::transactionControl('set @@autocommit = OFF', Dialect::MySQL));
-        self::assertNull(SqlText::transactionControl('SET autocommit_x = 1', Dialect::MySQL));
-        self::assertNull(SqlText::transactionControl("SET time_zone = '+00:00'", Dialect::MySQL));
-        self::assertSame('LOCK TABLES', SqlText::transactionControl('LOCK TABLES t WRITE', Dialect::MySQL));
-        self::assertNull(SqlText::transactionControl('LOCK TABLE t IN SHARE MODE', Dialect::PostgreSQL));
-        self::assertNull(SqlText::transactionControl('SELECT 1', Dialect::PostgreSQL));
-    }
-
-    public function testQuote(): void
-    {
-        self::assertSame("'it''s'", Dialect::PostgreSQL->quote("it's"));
-        self::assertSame("'it\\'s \\\\ \\0'", Dialect::MySQL->quote("it's \\ \0"));
     }
 }

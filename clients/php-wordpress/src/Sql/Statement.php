@@ -28,8 +28,12 @@ final class Statement
     ) {
     }
 
-    /** parse reads $sql; it never fails: an unterminated literal or comment runs to the end of the string. */
-    public static function parse(string $sql): self
+    /**
+     * parse reads $sql; it never fails: an unterminated literal or comment runs to the end of the string.
+     * $noBackslashEscapes: the session's sql_mode has NO_BACKSLASH_ESCAPES, where a backslash in a string literal is
+     * an ordinary byte (`'a\'` is a whole literal).
+     */
+    public static function parse(string $sql, bool $noBackslashEscapes = false): self
     {
         $code = '';
         $masked = '';
@@ -62,7 +66,7 @@ final class Statement
             $next = $i + 1 < $length ? $sql[$i + 1] : '';
             if ($c === "'" || $c === '"' || $c === '`') {
                 $start = $i;
-                $i = self::skipQuoted($sql, $i, $length, $c);
+                $i = self::skipQuoted($sql, $i, $length, $c, $noBackslashEscapes);
                 $mask($start, \min($i + 1, $length));
                 $code .= $c === '`' ? '`_`' : $c . $c;
                 $afterSemicolon && $multiple = true;
@@ -146,9 +150,9 @@ final class Statement
         return \preg_match($pattern, $this->code) === 1;
     }
 
-    private static function skipQuoted(string $sql, int $i, int $length, string $quote): int
+    private static function skipQuoted(string $sql, int $i, int $length, string $quote, bool $noBackslashEscapes): int
     {
-        $stops = $quote === '`' ? '`' : $quote . '\\';
+        $stops = $quote === '`' || $noBackslashEscapes ? $quote : $quote . '\\';
         for ($j = $i + 1; $j < $length; $j++) {
             $j += \strcspn($sql, $stops, $j);
             if ($j >= $length) {

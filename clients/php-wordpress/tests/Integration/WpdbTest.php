@@ -6,11 +6,14 @@ namespace Tether\WordPress\Tests\Integration;
 
 use PHPUnit\Framework\TestCase;
 use Tether\Client;
-use Tether\WordPress\Escaper;
+use Tether\Sql\SqlText;
+use Tether\Tests\Support\PrivateTetherd;
 use Tether\WordPress\Tests\Support\Browser;
 use Tether\WordPress\Tests\Support\Env;
 use Tether\WordPress\Tests\Support\Sites;
 use Tether\WordPress\Tests\Support\WordPressSite;
+
+require_once \dirname(__DIR__, 3) . '/php/tests/Support/PrivateTetherd.php';
 
 /**
  * WpdbTest drives $wpdb directly, inside real WordPress requests of the Tether site (tests/fixtures/probe.php),
@@ -116,10 +119,15 @@ final class WpdbTest extends TestCase
         self::assertStringContainsString('Tether\\WordPress\\Wpdb->query', $o['caller']);
     }
 
-    /** The escaper is mysqli_real_escape_string on a utf8mb4 connection, byte for byte, on random bytes. */
+    /**
+     * The escaping is mysqli_real_escape_string on a utf8mb4 connection, byte for byte, on random bytes: in the
+     * default sql_mode, and with NO_BACKSLASH_ESCAPES (where mysqli only doubles quotes).
+     */
     public function testEscapeIsMysqliRealEscapeString(): void
     {
         $mysqli = Env::mysqli();
+        $nbe = Env::mysqli();
+        $nbe->query("SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')");
         $alphabet = ["\0", "\n", "\r", '\\', "'", '"', "\x1a", '%', '_', 'a', ' ', "\x80", "\xbf", "\xc2", "\xc3", "\xe0", "\xed", "\xf0", "\xf4", "\xf8", "\xff", 'é', '😀', '€', '漢'];
         \mt_srand(42);
         for ($n = 0; $n < 5000; $n++) {
@@ -127,7 +135,8 @@ final class WpdbTest extends TestCase
             for ($k = \mt_rand(0, 10); $k > 0; $k--) {
                 $s .= $alphabet[\mt_rand(0, \count($alphabet) - 1)];
             }
-            self::assertSame(\bin2hex($mysqli->real_escape_string($s)), \bin2hex(Escaper::escape($s)), 'input ' . \bin2hex($s));
+            self::assertSame(\bin2hex($mysqli->real_escape_string($s)), \bin2hex(SqlText::escapeMySql($s, false)), 'input ' . \bin2hex($s));
+            self::assertSame(\bin2hex($nbe->real_escape_string($s)), \bin2hex(SqlText::escapeMySql($s, true)), 'NO_BACKSLASH_ESCAPES, input ' . \bin2hex($s));
         }
     }
 
@@ -145,6 +154,88 @@ final class WpdbTest extends TestCase
             self::assertSame(\base64_encode($mysqli->real_escape_string($value)), $out[$i]['escaped'], '_real_escape ' . \json_encode($value));
             self::assertSame('1', $out[$i]['like'], 'esc_like ' . \json_encode($value));
         }
+    }
+
+    /**
+     * NO_BACKSLASH_ESCAPES set mid-request by SET SESSION sql_mode: prepare() (through _real_escape()) escapes as
+     * mysqli does in that mode, every value is stored and read back exactly, and `x\' OR 1=1 -- ` matches one row.
+     */
+    public function testEscapingFollowsSqlModeSetBySetSession(): void
+    {
+        $o = self::escapeModeProbe('how=session');
+        self::assertSame("it\\'s \\\\", $o['default_escape'], 'default mode first');
+        self::assertSame("it\\'s \\\\", $o['escape_after_restore'], 'default mode again after SET sql_mode without it');
+    }
+
+    /** NO_BACKSLASH_ESCAPES in the server's global sql_mode, which a new session starts in: the same. */
+    public function testEscapingFollowsTheServersGlobalSqlMode(): void
+    {
+        Sites::get();
+        PrivateTetherd::withGlobalSqlMode('NO_BACKSLASH_ESCAPES', function (PrivateTetherd $tetherd): void {
+            $o = self::escapeModeProbe('how=global&socket=' . \rawurlencode($tetherd->socket));
+            self::assertSame("it''s \\", $o['default_escape'], 'escaped for the mode the session started in');
+        });
+    }
+
+    /**
+     * close() in a transaction that holds a row lock releases it at once, and the write is rolled back: with the
+     * socket of the request (the default) and with TETHER_PERSISTENT's.
+     */
+    public function testCloseRollsBackAndFreesTheLocksAtOnce(): void
+    {
+        foreach (['', 'persistent=1'] as $query) {
+            $o = self::probe('close_lock', $query);
+            self::assertSame([true, 1, true], [$o['begin'] !== false, $o['update'], $o['close']], $query);
+            self::assertSame(1, $o['direct_update'], "$query: the row lock was released by close()");
+            self::assertLessThan(1.5, $o['seconds'], "$query: no lock wait");
+            self::assertSame(110, $o['v'], "$query: the transaction was rolled back");
+            self::assertTrue($o['reconnect']);
+        }
+    }
+
+    /** close() and db_connect() over and over in one request leave no socket open. */
+    public function testCloseAndReconnectCyclesLeakNoSocket(): void
+    {
+        $o = self::probe('close_cycles');
+        self::assertSame('', $o['error']);
+        self::assertSame($o['before'], $o['after'], '50 close/connect cycles leave no socket open');
+    }
+
+    /** A failed connect is written to PHP's error log (as mysqli's warning is without the drop-in), naming what to fix. */
+    public function testFailedConnectIsLoggedToPhpsErrorLog(): void
+    {
+        $o = self::probe('connect_fail');
+        self::assertFalse($o['ready']);
+        self::assertStringContainsString('WordPress database error: Tether drop-in (wp-content/db.php) could not connect', $o['log']);
+        self::assertStringContainsString('TETHER_SOCKET ' . $o['socket'], $o['log']);
+        self::assertStringContainsString('No socket file at ' . $o['socket'], $o['log']);
+        self::assertStringContainsString('journalctl -u tetherd', $o['log']);
+    }
+
+    /** @return array<string, mixed> */
+    private static function escapeModeProbe(string $query): array
+    {
+        $values = ["it's", 'back\\slash', "x\\' OR 1=1 -- ", "\\'", "'", '\\', "a\\\\'b", "trailing\\", "nul\0 \x1a \n \" end", '100% _wild_'];
+        $sites = Sites::get();
+        $response = (new Browser())->post($sites->tether->url('/tether-probe.php?case=escape_mode&' . $query), ['values' => \base64_encode((string) \json_encode($values))]);
+        if ($response->status !== 200) {
+            self::fail("probe escape_mode: HTTP {$response->status}: " . \substr($response->body, 0, 2000) . "\n" . \substr($sites->tether->serverLog(), -3000));
+        }
+        $o = $response->json()['result'];
+        self::assertSame('', $o['set_error'] ?? '');
+        self::assertStringContainsString('NO_BACKSLASH_ESCAPES', $o['sql_mode']);
+        $mysqli = Env::mysqli();
+        $mysqli->query("SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')");
+        foreach ($values as $i => $value) {
+            $r = $o['values'][$i];
+            self::assertSame([1, ''], [$r['insert'], $r['insert_error']], 'insert ' . \json_encode($value));
+            self::assertSame(\base64_encode($value), $r['back'], 'stored and read back: ' . \json_encode($value));
+            self::assertSame('1', $r['matches'], 'matches exactly one row: ' . \json_encode($value));
+            self::assertSame(\base64_encode($mysqli->real_escape_string($value)), $r['escaped'], 'as mysqli escapes it in NO_BACKSLASH_ESCAPES: ' . \json_encode($value));
+        }
+        self::assertSame(\count($values), $o['rows']);
+
+        return $o;
     }
 
     /**

@@ -76,4 +76,14 @@ final class StatementTest extends TestCase
         self::assertSame("INSERT INTO wp_posts (post_content) VALUES ('')", $s->code);
         self::assertLessThan(1.0, \microtime(true) - $start, '2.6 MB of post content');
     }
+
+    /** Under NO_BACKSLASH_ESCAPES a backslash is an ordinary byte: `'x\'` is a whole literal, and what follows is code. */
+    public function testNoBackslashEscapes(): void
+    {
+        $sql = "SELECT 'x\\'; SELECT 1 -- '";
+        self::assertFalse(Statement::parse($sql)->multiple, 'default mode: one literal up to the last quote');
+        self::assertTrue(Statement::parse($sql, true)->multiple, 'NO_BACKSLASH_ESCAPES: the literal ends at \\\'');
+        self::assertFalse(Statement::parse("INSERT INTO t VALUES ('x\\'' OR 1=1 -- ')", true)->multiple);
+        self::assertSame(['a'], Statement::parse("SELECT 'b\\', @a", true)->userVariables);
+    }
 }

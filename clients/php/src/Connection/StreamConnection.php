@@ -94,6 +94,7 @@ class StreamConnection
         private readonly bool $persistent = true,
         private readonly ?string $token = null,
         private readonly ?array $tls = null,
+        private readonly string $setting = 'the client\'s options',
     ) {
         $this->tcp = \strncmp($address, 'tcp://', 6) === 0 || \strncmp($address, 'tls://', 6) === 0;
         $this->packer = new \MessagePack(false);
@@ -105,8 +106,11 @@ class StreamConnection
      *
      * @throws LogicException when the address is already in use with another token
      */
-    /** @param array<string, mixed>|null $tls */
-    public static function shared(string $address, ?string $token = null, ?array $tls = null): self
+    /**
+     * @param array<string, mixed>|null $tls
+     * @param string $setting what chose the address, named in a connect error
+     */
+    public static function shared(string $address, ?string $token = null, ?array $tls = null, string $setting = 'the client\'s options'): self
     {
         $connection = self::$shared[$address] ?? null;
         if ($connection === null) {
@@ -114,7 +118,7 @@ class StreamConnection
                 \register_shutdown_function([self::class, 'endRequest']);
             }
 
-            return self::$shared[$address] = new self($address, true, $token, $tls);
+            return self::$shared[$address] = new self($address, true, $token, $tls, $setting);
         }
         if ($connection->token !== $token) {
             throw new LogicException(\sprintf('persistent connection to %s is already in use with another token', $address));
@@ -369,12 +373,7 @@ class StreamConnection
             ? @\stream_socket_client($this->address, $errno, $error, $timeout, $flags)
             : @\stream_socket_client($this->address, $errno, $error, $timeout, $flags, \stream_context_create(['ssl' => $this->tls]));
         if ($stream === false) {
-            throw new CommunicationException(\sprintf(
-                'connect to tetherd at %s: %s (errno %d); the request was not sent',
-                $this->address,
-                $error !== '' ? $error : 'failed',
-                $errno,
-            ));
+            throw CommunicationException::connectFailed($this->address, (int) $errno, (string) $error, $this->setting);
         }
 
         return $stream;

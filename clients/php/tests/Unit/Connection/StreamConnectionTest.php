@@ -237,7 +237,7 @@ final class StreamConnectionTest extends FakeServerTestCase
         ]);
         $client = $this->client($server);
         $tx = $client->begin();
-        $client->close();
+        $client->drop();
         self::assertFalse($tx->isOpen());
 
         try {
@@ -250,6 +250,58 @@ final class StreamConnectionTest extends FakeServerTestCase
         self::assertSame([['conn' => 1, 'op' => 'begin'], ['conn' => 2, 'op' => 'ping']], array_map(
             static fn (array $r): array => ['conn' => $r['conn'], 'op' => $r['map']['op']],
             $server->requests(),
+        ));
+    }
+
+    /**
+     * close() on a persistent client rolls back the transaction it left open, at once (its locks are free when
+     * close() returns) and keeps the socket, which other clients of the process and the next PHP request share.
+     */
+    public function testCloseRollsBackTheClientsTransactionAndKeepsAPersistentSocket(): void
+    {
+        $server = $this->serve([[['recv'], ['reply', ['tx' => 4]], ['recv'], ['reply', []], ['recv'], ['reply', []]]]);
+        $client = $this->client($server);
+        $tx = $client->begin();
+        $client->close();
+        self::assertFalse($tx->isOpen());
+        self::assertTrue($tx->isFinished());
+        $client->ping();
+        self::assertSame([['op' => 'begin'], ['op' => 'rollback', 'tx' => 4], ['op' => 'ping']], array_map(
+            static fn (array $m): array => array_intersect_key($m, ['op' => 1, 'tx' => 1]),
+            self::maps($server),
+        ));
+        self::assertSame(1, $server->count('accept'), 'the persistent socket stays');
+    }
+
+    /** close() on a non-persistent client rolls back its open transaction, then closes its socket. */
+    public function testCloseRollsBackAndClosesANonPersistentSocket(): void
+    {
+        $server = $this->serve([[['recv'], ['reply', ['tx' => 7]], ['recv'], ['reply', []], ['await_eof', 5]]]);
+        $client = $this->client($server, ['persistent' => false]);
+        $other = $this->client($server, ['persistent' => false]);
+        $tx = $client->begin();
+        $client->close();
+        self::assertTrue($server->waitFor('eof'), 'the socket was closed');
+        self::assertSame(['begin', 'rollback'], array_column(self::maps($server), 'op'), 'rolled back before the close, not by the destructor');
+        self::assertTrue($tx->isFinished());
+        unset($other);
+    }
+
+    /** close() leaves alone the transactions of another client on the same persistent socket. */
+    public function testCloseLeavesAnotherClientsTransactionOnTheSharedSocket(): void
+    {
+        $server = $this->serve([[['recv'], ['reply', ['tx' => 1]], ['recv'], ['reply', ['tx' => 2]], ['recv'], ['reply', []], ['recv'], ['reply', ['affected' => 1, 'insert_id' => 0]]]]);
+        $mine = $this->client($server);
+        $theirs = $this->client($server);
+        $myTx = $mine->begin();
+        $theirTx = $theirs->begin();
+        $mine->close();
+        self::assertFalse($myTx->isOpen());
+        self::assertTrue($theirTx->isOpen());
+        $theirTx->execute('UPDATE t SET a = 1');
+        self::assertSame([['op' => 'begin'], ['op' => 'begin'], ['op' => 'rollback', 'tx' => 1], ['op' => 'exec', 'tx' => 2]], array_map(
+            static fn (array $m): array => array_intersect_key($m, ['op' => 1, 'tx' => 1]),
+            self::maps($server),
         ));
     }
 

@@ -1,0 +1,241 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Sql;
+
+use Tether\Exception\LogicException;
+
+/**
+ * SqlText is what the framework integrations (clients/php-dbal, php-laravel, php-wordpress) must know of SQL text
+ * on the client side, written once: how to escape a value into a string literal for the session's actual mode,
+ * which statements control the transaction by their text, and which change the escaping mode.
+ *
+ * Escaping (escapeMySql(), quote()):
+ * - MySQL/MariaDB, default sql_mode: as mysqli_real_escape_string() on a utf8mb4, utf8 or latin1 connection: NUL,
+ *   \n, \r, \, ', " and Ctrl-Z are backslash-escaped, every other byte copied (no byte of a multi-byte UTF-8
+ *   sequence is below 0x80; character sets whose multi-byte characters can hold a backslash or a quote, GBK, Big5,
+ *   SJIS, ..., are not served).
+ * - MySQL/MariaDB with sql_mode NO_BACKSLASH_ESCAPES: a backslash is an ordinary byte there, so `\'` would END
+ *   the literal; as mysqlnd does in that mode, only `'` is escaped, by doubling it. Backslash-escaping there is an
+ *   injection path: the caller must know the mode (noBackslashEscapes() reads it from the sql_mode text).
+ * - PostgreSQL: quotes doubled; a value holding a backslash is written as an E'...' literal with the backslashes
+ *   doubled, which reads the same whatever standard_conforming_strings says. A NUL byte cannot be in a PostgreSQL
+ *   text literal: refused.
+ *
+ * Transaction control (transactionControl()): tetherd pins a transaction to one backend connection only through
+ * its own begin/commit/rollback, so an integration must recognise the SQL statements that begin or end one by
+ * their text, and nothing else: SAVEPOINT, ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] x, RELEASE SAVEPOINT and
+ * MariaDB's compound statement BEGIN NOT ATOMIC ... END are not transaction control.
+ */
+final class SqlText
+{
+    /** MYSQL is the MySQL/MariaDB dialect. */
+    public const MYSQL = 'mysql';
+    /** PGSQL is the PostgreSQL dialect. */
+    public const PGSQL = 'pgsql';
+
+    /** mysqli_real_escape_string()'s table in the default sql_mode. */
+    private const MYSQL_BACKSLASH = ["\0" => '\\0', "\n" => '\\n', "\r" => '\\r', '\\' => '\\\\', "'" => "\\'", '"' => '\\"', "\x1a" => '\\Z'];
+
+    private function __construct()
+    {
+    }
+
+    /**
+     * noBackslashEscapes tells whether an sql_mode value (what @@SESSION.sql_mode answers: a comma-separated list
+     * of mode names, in any case) turns backslash escapes off.
+     */
+    public static function noBackslashEscapes(string $sqlMode): bool
+    {
+        return \in_array('NO_BACKSLASH_ESCAPES', \array_map('trim', \explode(',', \strtoupper($sqlMode))), true);
+    }
+
+    /**
+     * escapeMySql returns $value escaped for use between single quotes of a MySQL/MariaDB string literal on a
+     * session whose sql_mode has NO_BACKSLASH_ESCAPES ($noBackslashEscapes true) or not: exactly what
+     * mysqli_real_escape_string() returns on such a session (utf8mb4, utf8, latin1).
+     */
+    public static function escapeMySql(string $value, bool $noBackslashEscapes): string
+    {
+        return $noBackslashEscapes ? \str_replace("'", "''", $value) : \strtr($value, self::MYSQL_BACKSLASH);
+    }
+
+    /**
+     * quote returns $value as a complete string literal of $dialect (MYSQL or PGSQL), as PDO::quote() does; on
+     * MySQL for the given NO_BACKSLASH_ESCAPES state (ignored on PostgreSQL, whose literal does not depend on it).
+     *
+     * @throws LogicException an unknown dialect, or a NUL byte in a PostgreSQL value
+     */
+    public static function quote(string $value, string $dialect, bool $noBackslashEscapes = false): string
+    {
+        if ($dialect === self::MYSQL) {
+            return "'" . self::escapeMySql($value, $noBackslashEscapes) . "'";
+        }
+        if ($dialect !== self::PGSQL) {
+            throw new LogicException(\sprintf("SqlText::quote: want dialect 'mysql' or 'pgsql', got %s", \var_export($dialect, true)));
+        }
+        if (\str_contains($value, "\0")) {
+            throw new LogicException('a PostgreSQL string literal cannot hold a NUL byte; bind the value as a parameter (bytea) instead');
+        }
+        $doubled = \str_replace("'", "''", $value);
+        if (!\str_contains($value, '\\')) {
+            return "'" . $doubled . "'";
+        }
+
+        // An escape string literal reads backslashes as escapes whatever standard_conforming_strings says.
+        return "E'" . \str_replace('\\', '\\\\', $doubled) . "'";
+    }
+
+    /**
+     * transactionControl returns the words by which $sql begins, ends or otherwise controls a transaction by its
+     * text, or null for any other statement. Leading white space, comments and `(` are skipped; on MySQL the body
+     * of an executable comment (`/*! ... *\/`, `/*M!100100 ... *\/`) counts as code, as the server runs it. It
+     * answers:
+     * - 'BEGIN' (MySQL: not BEGIN NOT ATOMIC), 'START TRANSACTION', 'COMMIT' (with WORK, AND CHAIN, PREPARED ...),
+     *   'ROLLBACK' (but not ROLLBACK [WORK|TRANSACTION] TO ...: a savepoint's);
+     * - PostgreSQL: 'END', 'ABORT', 'PREPARE TRANSACTION';
+     * - MySQL: 'XA', 'SET autocommit' (SET [SESSION|LOCAL] autocommit, SET @@[session.|local.]autocommit, among
+     *   other assignments too), 'LOCK TABLES' and 'UNLOCK TABLES' (which commit the open transaction).
+     *
+     * @param string $dialect MYSQL or PGSQL
+     */
+    public static function transactionControl(string $sql, string $dialect): ?string
+    {
+        $mysql = $dialect !== self::PGSQL;
+        $words = self::leadingWords($sql, 3, $dialect);
+        [$first, $second, $third] = $words + ['', '', ''];
+
+        return match ($first) {
+            'BEGIN' => $mysql && $second === 'NOT' ? null : 'BEGIN',
+            'START' => $second === 'TRANSACTION' ? 'START TRANSACTION' : null,
+            'COMMIT' => 'COMMIT',
+            'ROLLBACK' => $second === 'TO' || (\in_array($second, ['WORK', 'TRANSACTION'], true) && $third === 'TO') ? null : 'ROLLBACK',
+            'END', 'ABORT' => $mysql ? null : $first,
+            'PREPARE' => !$mysql && $second === 'TRANSACTION' ? 'PREPARE TRANSACTION' : null,
+            'XA' => $mysql ? 'XA' : null,
+            'SET' => $mysql && self::assignsVariable(self::code($sql, $dialect), 'autocommit') ? 'SET autocommit' : null,
+            'LOCK' => $mysql && ($second === 'TABLES' || $second === 'TABLE') ? 'LOCK TABLES' : null,
+            'UNLOCK' => $mysql && ($second === 'TABLES' || $second === 'TABLE') ? 'UNLOCK TABLES' : null,
+            default => null,
+        };
+    }
+
+    /**
+     * setsSqlMode tells whether $sql (MySQL) is a SET statement that may change the session's sql_mode, so that an
+     * integration reads the mode again before escaping the next value: SET [SESSION|LOCAL] sql_mode, SET
+     * @@[session.]sql_mode, among other assignments too. (SET GLOBAL sql_mode changes only new sessions: not this
+     * one.)
+     */
+    public static function setsSqlMode(string $sql): bool
+    {
+        if ((self::leadingWords($sql, 1, self::MYSQL)[0] ?? '') !== 'SET') {
+            return false;
+        }
+
+        return self::assignsVariable(self::code($sql, self::MYSQL), 'sql_mode');
+    }
+
+    /**
+     * leadingWords returns the first $n words of $sql's code, upper-cased: after white space, comments, `(` and
+     * `;`, and between words any white space and comments.
+     *
+     * @param string $dialect MYSQL or PGSQL (MySQL: `#` comments, `--` only before white space, executable comments)
+     * @return list<string>
+     */
+    public static function leadingWords(string $sql, int $n, string $dialect): array
+    {
+        \preg_match_all('/[A-Za-z_][A-Za-z0-9_]*|[^\sA-Za-z_]/', \substr(self::code($sql, $dialect, 512), 0, 512), $m);
+        $words = [];
+        foreach ($m[0] as $token) {
+            if (!\ctype_alpha($token[0]) && $token[0] !== '_') {
+                if ($words === [] && ($token === '(' || $token === ';')) {
+                    continue;
+                }
+                break;
+            }
+            $words[] = \strtoupper($token);
+            if (\count($words) === $n) {
+                break;
+            }
+        }
+
+        return $words;
+    }
+
+    /**
+     * code returns $sql with comments replaced by a space (the body of a MySQL executable comment kept) and the
+     * insides of string literals and quoted identifiers emptied, reading at most about $limit bytes of code (0: all).
+     */
+    private static function code(string $sql, string $dialect, int $limit = 0): string
+    {
+        $mysql = $dialect !== self::PGSQL;
+        $out = '';
+        $length = \strlen($sql);
+        $i = 0;
+        while ($i < $length && ($limit === 0 || \strlen($out) < $limit)) {
+            $run = \strcspn($sql, "'\"`#-/*\$", $i);
+            $out .= \substr($sql, $i, $run);
+            $i += $run;
+            if ($i >= $length) {
+                break;
+            }
+            $c = $sql[$i];
+            $next = $sql[$i + 1] ?? '';
+            if ($c === '/' && $next === '*') {
+                if ($mysql && \preg_match('/\G\/\*M?!\d*/', $sql, $m, 0, $i) === 1) {
+                    $i += \strlen($m[0]); // executable comment: its body is code; its `*/` is skipped below
+                    $out .= ' ';
+                    continue;
+                }
+                $end = \strpos($sql, '*/', $i + 2);
+                $i = $end === false ? $length : $end + 2;
+                $out .= ' ';
+            } elseif ($c === '*' && $next === '/' && $mysql) {
+                $i += 2; // the end of an executable comment
+                $out .= ' ';
+            } elseif ($c === '#' && $mysql || ($c === '-' && $next === '-' && (!$mysql || !isset($sql[$i + 2]) || \ctype_space($sql[$i + 2])))) {
+                $end = \strpos($sql, "\n", $i);
+                $i = $end === false ? $length : $end + 1;
+                $out .= ' ';
+            } elseif ($c === "'" || $c === '"' || ($c === '`' && $mysql)) {
+                $j = $i + 1;
+                while ($j < $length) {
+                    if ($sql[$j] === '\\' && $mysql && $c !== '`') {
+                        $j += 2;
+                    } elseif ($sql[$j] === $c) {
+                        if (($sql[$j + 1] ?? '') !== $c) {
+                            break;
+                        }
+                        $j += 2;
+                    } else {
+                        $j++;
+                    }
+                }
+                $out .= $c . $c;
+                $i = $j + 1;
+            } elseif ($c === '$' && !$mysql && \preg_match('/\G\$([A-Za-z_][A-Za-z0-9_]*)?\$/', $sql, $m, 0, $i) === 1) {
+                $end = \strpos($sql, $m[0], $i + \strlen($m[0]));
+                $i = $end === false ? $length : $end + \strlen($m[0]);
+                $out .= "''";
+            } else {
+                $out .= $c;
+                $i++;
+            }
+        }
+
+        return $out;
+    }
+
+    /**
+     * assignsVariable tells whether the code of a SET statement assigns the session variable $name in any of its
+     * assignments: `name =`, `SESSION name =`, `LOCAL name =`, `@@name =`, `@@session.name =`, `@@local.name :=`
+     * (not `@name`, a user variable, nor GLOBAL name, which this session does not see).
+     */
+    private static function assignsVariable(string $code, string $name): bool
+    {
+        $pattern = '/(?:^\s*SET|,)\s*(?:(?:SESSION|LOCAL)\s+|@@(?:SESSION\.|LOCAL\.)?)?' . \preg_quote($name, '/') . '\s*:?=/i';
+
+        return \preg_match($pattern, \ltrim($code, " \t\r\n(;")) === 1;
+    }
+}

@@ -1,0 +1,127 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Tether\Tests\Unit\Sql;
+
+use PHPUnit\Framework\TestCase;
+use Tether\Exception\LogicException;
+use Tether\Sql\SqlText;
+
+final class SqlTextTest extends TestCase
+{
+    public function testNoBackslashEscapesReadsTheModeList(): void
+    {
+        self::assertTrue(SqlText::noBackslashEscapes('STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES'));
+        self::assertTrue(SqlText::noBackslashEscapes('no_backslash_escapes'));
+        self::assertFalse(SqlText::noBackslashEscapes(''));
+        self::assertFalse(SqlText::noBackslashEscapes('STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION'));
+        self::assertFalse(SqlText::noBackslashEscapes('NO_BACKSLASH_ESCAPES_X'));
+    }
+
+    public function testEscapeMySqlDefaultModeIsMysqliRealEscapeString(): void
+    {
+        self::assertSame("a\\'b\\\\c\\\"d\\0e\\nf\\rg\\Zh", SqlText::escapeMySql("a'b\\c\"d\0e\nf\rg\x1ah", false));
+        self::assertSame("\xf0\x9f\x98\x80 \xff", SqlText::escapeMySql("\xf0\x9f\x98\x80 \xff", false), 'other bytes copied');
+    }
+
+    /** Under NO_BACKSLASH_ESCAPES a backslash is an ordinary byte: escaping one would end the literal at `\'`. */
+    public function testEscapeMySqlNoBackslashEscapesDoublesQuotesOnly(): void
+    {
+        self::assertSame("x\\'' OR 1=1 -- ", SqlText::escapeMySql("x\\' OR 1=1 -- ", true));
+        self::assertSame("a''b\\c\"d\0e\nf", SqlText::escapeMySql("a'b\\c\"d\0e\nf", true));
+        self::assertSame("'it''s \\'", SqlText::quote("it's \\", SqlText::MYSQL, true));
+        self::assertSame("'it\\'s \\\\'", SqlText::quote("it's \\", SqlText::MYSQL, false));
+    }
+
+    public function testQuotePostgres(): void
+    {
+        self::assertSame("'it''s'", SqlText::quote("it's", SqlText::PGSQL));
+        self::assertSame("E'a\\\\'' OR 1=1 -- '", SqlText::quote("a\\' OR 1=1 -- ", SqlText::PGSQL), 'a backslash: an E literal, whatever standard_conforming_strings says');
+        $this->expectException(LogicException::class);
+        SqlText::quote("a\0b", SqlText::PGSQL);
+    }
+
+    public function testQuoteRefusesAnUnknownDialect(): void
+    {
+        $this->expectException(LogicException::class);
+        SqlText::quote('x', 'sqlite');
+    }
+
+    /**
+     * @return iterable<string, array{string, string, ?string}>
+     */
+    public static function transactionControlCases(): iterable
+    {
+        $m = SqlText::MYSQL;
+        $p = SqlText::PGSQL;
+        // statement, dialect, expected
+        yield 'begin' => ['BEGIN', $m, 'BEGIN'];
+        yield 'begin work' => ['begin work', $m, 'BEGIN'];
+        yield 'begin pg' => ['BEGIN ISOLATION LEVEL SERIALIZABLE', $p, 'BEGIN'];
+        yield 'begin not atomic is a compound statement' => ['BEGIN NOT ATOMIC SELECT 1; END', $m, null];
+        yield 'begin not atomic after a comment' => ["/* x */ begin\n  not atomic\nUPDATE t SET a = 1;\nEND", $m, null];
+        yield 'start transaction' => ['START TRANSACTION READ ONLY', $m, 'START TRANSACTION'];
+        yield 'start transaction pg' => ['start transaction', $p, 'START TRANSACTION'];
+        yield 'start slave is not' => ['START SLAVE', $m, null];
+        yield 'commit' => ['COMMIT', $m, 'COMMIT'];
+        yield 'commit work and chain' => ['COMMIT WORK AND CHAIN', $m, 'COMMIT'];
+        yield 'commit prepared' => ["COMMIT PREPARED 'x'", $p, 'COMMIT'];
+        yield 'rollback' => ['ROLLBACK', $m, 'ROLLBACK'];
+        yield 'rollback work' => ['ROLLBACK WORK', $m, 'ROLLBACK'];
+        yield 'rollback and chain' => ['ROLLBACK AND CHAIN', $m, 'ROLLBACK'];
+        yield 'rollback to savepoint' => ['ROLLBACK TO SAVEPOINT s1', $m, null];
+        yield 'rollback to' => ['rollback to s1', $p, null];
+        yield 'rollback work to savepoint' => ['ROLLBACK WORK TO SAVEPOINT s1', $m, null];
+        yield 'rollback transaction to savepoint' => ['ROLLBACK TRANSACTION TO SAVEPOINT s1', $p, null];
+        yield 'rollback work to, comments between' => ['ROLLBACK /* c */ WORK -- c' . "\n" . ' TO s1', $m, null];
+        yield 'savepoint' => ['SAVEPOINT s1', $m, null];
+        yield 'release savepoint' => ['RELEASE SAVEPOINT s1', $p, null];
+        yield 'end pg' => ['END', $p, 'END'];
+        yield 'end mysql' => ['END', $m, null];
+        yield 'abort pg' => ['ABORT', $p, 'ABORT'];
+        yield 'prepare transaction' => ["PREPARE TRANSACTION 'x'", $p, 'PREPARE TRANSACTION'];
+        yield 'prepare statement' => ['PREPARE s FROM \'SELECT 1\'', $m, null];
+        yield 'xa' => ["XA START 'x'", $m, 'XA'];
+        yield 'set autocommit' => ['SET autocommit = 0', $m, 'SET autocommit'];
+        yield 'set session autocommit' => ['set session autocommit=1', $m, 'SET autocommit'];
+        yield 'set @@autocommit' => ['SET @@autocommit := 0', $m, 'SET autocommit'];
+        yield 'set @@session.autocommit' => ['SET @@SESSION.autocommit=0', $m, 'SET autocommit'];
+        yield 'set among others' => ["SET NAMES utf8mb4, autocommit = 0", $m, 'SET autocommit'];
+        yield 'set another variable' => ['SET autocommit_x = 1', $m, null];
+        yield 'set user variable' => ['SET @autocommit = 0', $m, null];
+        yield 'set other' => ["SET time_zone = '+00:00'", $m, null];
+        yield 'set in a literal' => ["SET @x = 'a, autocommit = 0'", $m, null];
+        yield 'lock tables' => ['LOCK TABLES t WRITE', $m, 'LOCK TABLES'];
+        yield 'unlock tables' => ['UNLOCK TABLES', $m, 'UNLOCK TABLES'];
+        yield 'lock table pg' => ['LOCK TABLE t IN ACCESS EXCLUSIVE MODE', $p, null];
+        yield 'executable comment' => ['/*!40101 START TRANSACTION */', $m, 'START TRANSACTION'];
+        yield 'comment pg' => ['/* START TRANSACTION */ SELECT 1', $p, null];
+        yield 'hash comment' => ["# BEGIN\nSELECT 1", $m, null];
+        yield 'parenthesis' => ['(SELECT 1)', $m, null];
+        yield 'select' => ['SELECT 1', $m, null];
+        yield 'leading space and semicolons' => ["  ;\n commit;", $m, 'COMMIT'];
+    }
+
+    /**
+     * @dataProvider transactionControlCases
+     */
+    public function testTransactionControl(string $sql, string $dialect, ?string $expected): void
+    {
+        self::assertSame($expected, SqlText::transactionControl($sql, $dialect));
+    }
+
+    public function testSetsSqlMode(): void
+    {
+        self::assertTrue(SqlText::setsSqlMode("SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'"));
+        self::assertTrue(SqlText::setsSqlMode("SET sql_mode='ANSI'"));
+        self::assertTrue(SqlText::setsSqlMode("SET @@sql_mode := ''"));
+        self::assertTrue(SqlText::setsSqlMode("SET @@session.sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')"));
+        self::assertTrue(SqlText::setsSqlMode("SET NAMES utf8mb4, SESSION sql_mode = ''"));
+        self::assertTrue(SqlText::setsSqlMode("/* x */ SET LOCAL sql_mode = ''"));
+        self::assertFalse(SqlText::setsSqlMode("SET GLOBAL sql_mode = ''"), 'a global change reaches new sessions only');
+        self::assertFalse(SqlText::setsSqlMode("SET @sql_mode = ''"));
+        self::assertFalse(SqlText::setsSqlMode("SELECT @@sql_mode"));
+        self::assertFalse(SqlText::setsSqlMode("SET time_zone = 'sql_mode='"));
+    }
+}
