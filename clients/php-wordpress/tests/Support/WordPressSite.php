@@ -104,21 +104,57 @@ final class WordPressSite
         throw new \RuntimeException("php -S for site {$this->name} did not listen on port {$this->port}; log: $log");
     }
 
-    /** stop ends the server this site started (SIGTERM; its workers end with it). */
+    /**
+     * stop ends the server this site started and its worker processes: SIGTERM to each (SIGKILL after 5 s). php -S
+     * does not end its PHP_CLI_SERVER_WORKERS children when it is terminated, so they are found (by parent pid, read
+     * before the parent goes) and ended too, or every run would leave them behind.
+     */
     public function stop(): void
     {
-        if ($this->process !== null) {
-            \proc_terminate($this->process, 15);
-            $deadline = \microtime(true) + 5;
-            while (\proc_get_status($this->process)['running'] && \microtime(true) < $deadline) {
+        if ($this->process === null) {
+            return;
+        }
+        $workers = self::childrenOf(\proc_get_status($this->process)['pid']);
+        \proc_terminate($this->process, 15);
+        foreach ($workers as $pid) {
+            \posix_kill($pid, 15);
+        }
+        $deadline = \microtime(true) + 5;
+        while (\proc_get_status($this->process)['running'] && \microtime(true) < $deadline) {
+            \usleep(20000);
+        }
+        if (\proc_get_status($this->process)['running']) {
+            \proc_terminate($this->process, 9);
+        }
+        \proc_close($this->process);
+        $this->process = null;
+        foreach ($workers as $pid) {
+            while (\file_exists("/proc/$pid") && \microtime(true) < $deadline) {
                 \usleep(20000);
             }
-            if (\proc_get_status($this->process)['running']) {
-                \proc_terminate($this->process, 9);
+            if (\file_exists("/proc/$pid")) {
+                \posix_kill($pid, 9);
             }
-            \proc_close($this->process);
-            $this->process = null;
         }
+    }
+
+    /** @return list<int> the pids of the processes whose parent is $parent (from /proc) */
+    private static function childrenOf(int $parent): array
+    {
+        $children = [];
+        foreach (\glob('/proc/[0-9]*/stat') ?: [] as $statFile) {
+            $stat = @\file_get_contents($statFile);
+            // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+            if ($stat === false || ($close = \strrpos($stat, ')')) === false) {
+                continue;
+            }
+            $fields = \explode(' ', \substr($stat, $close + 2));
+            if ((int) ($fields[1] ?? 0) === $parent) {
+                $children[] = (int) \substr($statFile, 6, -5);
+            }
+        }
+
+        return $children;
     }
 
     public function port(): int
