@@ -156,7 +156,7 @@ type Conn struct {
 	// of another on the same loop.
 	fd      int
 	watched bool
-	sent  []*Request // sent to the server and not answered yet, oldest first
+	sent    []*Request // sent to the server and not answered yet, oldest first
 	// next is a request waiting for this connection's settings to be
 	// applied before it is sent (KindApply in flight).
 	next    *Request
