@@ -73,7 +73,16 @@ var liveSeq atomic.Uint64
 func newLiveBackend(name string, cfg BackendConfig, b Backend) *liveBackend {
 	lb := &liveBackend{seq: liveSeq.Add(1), name: name, cfg: cfg, b: b, tables: newCacheBackend(name, cfg)}
 	lb.loop, _ = b.(loopsql.Backend)
+	if n, ok := b.(Namer); ok {
+		n.SetName(name)
+	}
 	return lb
+}
+
+// Namer is a backend that wants to know its name in the config, for what it
+// reports on its own (a pool's recovered panics, counted by backend).
+type Namer interface {
+	SetName(name string)
 }
 
 // backendSet is the server's backends at one time; a reload swaps in a new

@@ -103,7 +103,7 @@ func (p *Pool) Do(ctx context.Context, r *Request) error {
 func (p *Pool) submitSafely(r *Request) {
 	defer func() {
 		if v := recover(); v != nil {
-			e := tether.RecoverPanic(p.log, p.name, r.Kind.String(), v)
+			e := tether.RecoverPanic(p.log, p.label, r.Kind.String(), v)
 			if !r.State.Finished {
 				r.Err = e
 				p.finish(r)

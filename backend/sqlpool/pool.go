@@ -98,8 +98,11 @@ const (
 type Pool struct {
 	drv  Driver
 	cfg  tether.BackendConfig
-	name string
-	log  *slog.Logger
+	name string // the backend type, for messages
+	// label is the backend's name in the config (SetName), for the panics
+	// it counts; the type until set.
+	label string
+	log   *slog.Logger
 
 	loop    *evloop.Loop
 	ownLoop bool
@@ -178,8 +181,12 @@ type Conn struct {
 
 // New returns a pool for a backend; Open connects it. It has no side effects.
 func New(drv Driver, cfg tether.BackendConfig) *Pool {
-	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}, closeBegun: make(chan struct{})}
+	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), label: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}, closeBegun: make(chan struct{})}
 }
+
+// SetName implements tether.Namer: name is the backend's name in the config.
+// Call before Open.
+func (p *Pool) SetName(name string) { p.label = name }
 
 // UseLoop makes the pool run on the server's event loop. Without it, Open
 // starts a loop of the pool's own (for Go callers and tests). Call before Open.
@@ -915,7 +922,7 @@ func (p *Pool) panicked(c *Conn, where string, v any) {
 }
 
 func (p *Pool) panickedStack(c *Conn, where string, v any, stack []byte) {
-	e := tether.RecordPanic(p.log, p.name, where, v, stack)
+	e := tether.RecordPanic(p.log, p.label, where, v, stack)
 	if c.state == stateGone {
 		return
 	}
@@ -932,7 +939,7 @@ func (c *Conn) OnReadable() {
 		if len(c.sent) > 0 {
 			detail = c.sent[0].SQL
 		}
-		fault.Inject(fault.SQLConnRead, detail)
+		fault.Inject(fault.SQLConnRead, detail+"\t"+c.srv.String())
 	}
 	c.srv.OnReadable()
 }

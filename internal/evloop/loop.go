@@ -35,8 +35,8 @@ package evloop
 import (
 	"errors"
 	"fmt"
-	"net"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
 	"sync"

@@ -17,7 +17,8 @@ const (
 	WorkerCall Point = iota + 1
 	// SQLConnRead: a SQL server connection driven by the event loop is
 	// about to read its socket. The detail is the SQL of the oldest request
-	// it has sent and not yet answered ("" for none).
+	// it has sent and not yet answered ("" for none), a tab, and the
+	// connection's name ("mysql thread 42", "postgres pid 4711").
 	SQLConnRead
 	// BatchOp: one operation of a batch about to run on a worker goroutine.
 	// The detail is its SQL, or its op and table.
