@@ -411,9 +411,6 @@ func (s *Server) recoverRequest(ss *session, r *wire.Request, backend string) {
 		return
 	}
 	e := RecoverPanic(s.log, backend, r.Op.String(), v)
-	if r.Op == wire.OpBegin {
-		ss.beginning.Add(-1) // the begin is over, not registered
-	}
 	s.observed(r.Op, backend, r.SQL, e, time.Now())
 	s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID}, e) })
 }
@@ -535,7 +532,7 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 		return
 	}
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
-	tx, err := tr.Begin(ctx)
+	tx, err := s.begin(ctx, tg.name, tr)
 	err = classify(ctx, err)
 	cancel()
 	if err != nil {
@@ -559,6 +556,17 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	s.txs[t.id] = t
 	s.txMu.Unlock()
 	s.reply(ss, func(buf []byte) []byte { return wire.AppendTx(buf, wire.Head{ID: r.ID, Took: time.Since(start)}, t.id) })
+}
+
+// begin begins a transaction on tr; a panic in the backend becomes the
+// begin's internal error.
+func (s *Server) begin(ctx context.Context, backend string, tr Transactor) (tx Tx, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			tx, err = nil, RecoverPanic(s.log, backend, wire.OpBegin.String(), v)
+		}
+	}()
+	return tr.Begin(ctx)
 }
 
 // checkBatchOp validates one operation of a batch, as serveFrame does a
