@@ -288,7 +288,7 @@ func (s *Server) retire(g *backendSet, lb *liveBackend) {
 	defer cancel()
 	start := time.Now()
 	lb.closed.Store(true) // closing: sessions stop reaching it (OnClose, sqlClient)
-	err := lb.b.Close(ctx)
+	err := s.safeCall(lb.name, "close", func() error { return lb.b.Close(ctx) })
 	if err != nil {
 		s.log.Warn("reload: close retired backend", "backend", lb.name, "err", err)
 		return
