@@ -30,6 +30,13 @@
 // Conn.Write, Conn.Close, Conn.ResumeReading and Post may be called from any
 // goroutine; Watch, Unwatch, WantWrite, Conn.WriteLater and
 // Conn.PauseReading only on the loop goroutine.
+//
+// Panics: a panic in any of those callbacks is recovered by the loop, which
+// goes on serving everyone else. The connection it was for is closed (a
+// client's), told (a Recoverer, such as a pool's backend connection, which
+// closes itself) or no longer polled (any other Watcher); the handler hears of
+// it (PanicHandler). The cost is one deferred call per turn of the loop, not
+// per event.
 package evloop
 
 import (
