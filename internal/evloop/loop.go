@@ -638,7 +638,9 @@ func (l *Loop) adopt(fd int, tcp bool, peer string) {
 		return
 	}
 	l.conns[fd] = c
+	l.cur.c = c // a panic in OnOpen closes c
 	l.handler.OnOpen(c, tcp)
+	l.cur.c = nil
 }
 
 // AddConn makes fd, a connected stream socket the caller hands over, one of
