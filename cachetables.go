@@ -249,7 +249,11 @@ func (s *Server) followCatalog(ctx context.Context, cb *cacheBackend, cc CacheCa
 		gen := cb.gen
 		cb.mu.Unlock()
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cat, err := cc.CacheCatalog(lctx)
+		var cat *Catalog
+		err := s.safeCall(cb.name, "catalog", func() (err error) {
+			cat, err = cc.CacheCatalog(lctx)
+			return err
+		})
 		cancel()
 		if ctx.Err() != nil {
 			return

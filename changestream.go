@@ -54,10 +54,12 @@ func (s *Server) followChanges(ctx context.Context, name string, f ChangeFollowe
 	wait := 100 * time.Millisecond
 	for {
 		start := time.Now()
-		err := f.FollowChanges(ctx, func() {
-			s.cache.InvalidateBackend(name, resultcache.CauseChangeStream)
-			s.log.Info("change stream following", "backend", name)
-		}, changed)
+		err := s.safeCall(name, "change_stream", func() error {
+			return f.FollowChanges(ctx, func() {
+				s.cache.InvalidateBackend(name, resultcache.CauseChangeStream)
+				s.log.Info("change stream following", "backend", name)
+			}, changed)
+		})
 		if ctx.Err() != nil {
 			return
 		}

@@ -37,6 +37,9 @@ var (
 	ErrTxAborted   = errors.New("transaction aborted by the server")
 	ErrTxDone      = errors.New("transaction already finished")
 	ErrClosed      = errors.New("closed")
+	// ErrPanic: serving the request panicked; tetherd recovered, logged the
+	// stack and answered internal (panics.go).
+	ErrPanic = errors.New("panic recovered")
 )
 
 // Error is an error that carries its wire form: a stable Code, a message, whether

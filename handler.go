@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
+	"github.com/tether-php/tether/internal/fault"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -102,7 +103,7 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 		used += n
 		ss.lastActive = s.clock
 		ss.served++
-		if !s.serveFrame(ss, payload) {
+		if !s.serveFrameSafely(ss, payload) {
 			c.Close()
 			return len(in)
 		}
@@ -160,6 +161,24 @@ func (s *Server) replyErrorNow(ss *session, id uint32, e *Error) {
 	s.replyNow(ss, func(b []byte) []byte {
 		return wire.AppendError(b, wire.Head{ID: id}, string(e.Code), e.Message, e.Retry, e.BackendCode)
 	})
+}
+
+// serveFrameSafely is serveFrame, with a panic in it answered internal (to
+// the request's id, when it was decoded) and the connection closed: what the
+// session counts (requests pending, transactions beginning) is in an unknown
+// state, and OnClose's rollback of its transactions is the safe end. The
+// other clients are served on.
+func (s *Server) serveFrameSafely(ss *session, payload []byte) (keep bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			r := &ss.req
+			e := RecoverPanic(s.log, r.Backend, r.Op.String(), v)
+			s.observed(r.Op, r.Backend, r.SQL, e, time.Now())
+			s.replyErrorNow(ss, r.ID, e)
+			keep = false
+		}
+	}()
+	return s.serveFrame(ss, payload)
 }
 
 // serveFrame decodes and dispatches one request. It returns false when the
@@ -376,8 +395,31 @@ func (s *Server) onWorkerAdmitted(ss *session, r *wire.Request, b target, g *bac
 	s.workers.run(func() {
 		defer s.release(g)
 		defer s.unpend(ss)
+		defer s.recoverRequest(ss, &req, b.name)
 		fn(ss, &req, b, deadline)
 	})
+}
+
+// recoverRequest, deferred by the goroutine that serves r, answers r with an
+// internal error if it panicked (a panic in a backend call is already an
+// error: execute; this catches the rest of tetherd's code on the way). A
+// request that panicked after its reply was written is answered twice; the
+// client drops the second answer as one to no request of its.
+func (s *Server) recoverRequest(ss *session, r *wire.Request, backend string) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	e := RecoverPanic(s.log, backend, r.Op.String(), v)
+	s.observed(r.Op, backend, r.SQL, e, time.Now())
+	s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID}, e) })
+}
+
+// OnPanic implements evloop.PanicHandler: a panic in a callback of the event
+// loop that nothing nearer recovered (the loop closed the client connection
+// it was for).
+func (s *Server) OnPanic(where string, v any, stack []byte) {
+	RecordPanic(s.log, "", "event_loop", fmt.Sprintf("%s: %v", where, v), stack)
 }
 
 var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -490,7 +532,7 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 		return
 	}
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
-	tx, err := tr.Begin(ctx)
+	tx, err := s.begin(ctx, tg.name, tr)
 	err = classify(ctx, err)
 	cancel()
 	if err != nil {
@@ -514,6 +556,17 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	s.txs[t.id] = t
 	s.txMu.Unlock()
 	s.reply(ss, func(buf []byte) []byte { return wire.AppendTx(buf, wire.Head{ID: r.ID, Took: time.Since(start)}, t.id) })
+}
+
+// begin begins a transaction on tr; a panic in the backend becomes the
+// begin's internal error.
+func (s *Server) begin(ctx context.Context, backend string, tr Transactor) (tx Tx, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			tx, err = nil, RecoverPanic(s.log, backend, wire.OpBegin.String(), v)
+		}
+	}()
+	return tr.Begin(ctx)
 }
 
 // checkBatchOp validates one operation of a batch, as serveFrame does a
@@ -556,6 +609,8 @@ type batchOutcome struct {
 	q      *loopsql.Request // a loop operation's request, and its rows
 	enc    *wire.ResultEncoder
 	cached []byte // a query answered from the result cache: its stored body
+	// finished: counted done (opDone), by whoever ran it.
+	finished bool
 }
 
 // startBatch starts a batch's operations and answers once they are all done,
@@ -618,30 +673,61 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 			}
 			b.out[i].q, b.out[i].enc = q, enc
 			q.Done = func(*loopsql.Request) {
+				defer b.recoverOp(i, t.name)
 				if ticket != nil {
 					s.completeBatchRead(ticket, q, enc)
 				} else {
 					s.noteWrite(t.name, op.Op, op.SQL)
 				}
-				b.done()
+				b.opDone(i)
 			}
 			lb.Submit(q)
 			continue
 		}
 		s.workers.run(func() {
+			defer b.recoverOp(i, t.name)
 			octx := b.ctx
 			if op.TimeoutMS > 0 {
 				var ocancel context.CancelFunc
 				octx, ocancel = context.WithTimeout(b.ctx, time.Duration(op.TimeoutMS)*time.Millisecond)
 				defer ocancel()
 			}
+			if fault.Enabled() {
+				fault.Inject(fault.BatchOp, faultDetail(op))
+			}
 			res, err := s.execute(octx, t, nil, op)
 			b.out[i].res, b.out[i].err = res, classify(octx, err)
 			s.noteWrite(t.name, op.Op, op.SQL)
-			b.done()
+			b.opDone(i)
 		})
 	}
 	b.done()
+}
+
+// opDone marks operation i done and counts it (done).
+func (b *batch) opDone(i int) {
+	b.out[i].finished = true
+	b.done()
+}
+
+// recoverOp, deferred by what runs operation i (a worker goroutine, a loop
+// request's Done), turns a panic into i's internal error; the other
+// operations' outcomes stand. A panic once i was counted done (in the
+// batch's own reply) answers the whole batch internal.
+func (b *batch) recoverOp(i int, backend string) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s := b.s
+	op := &b.ops[i]
+	e := RecoverPanic(s.log, backend, op.Op.String(), v)
+	if !b.out[i].finished {
+		b.out[i].res, b.out[i].err, b.out[i].q, b.out[i].cached = nil, e, nil, nil
+		b.opDone(i)
+		return
+	}
+	s.reply(b.ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: b.id}, e) })
 }
 
 // done counts one operation done; the last one answers the batch.

@@ -6,12 +6,41 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/tether-php/tether/internal/fault"
 	"github.com/tether-php/tether/wire"
 )
 
 // execute runs one decoded operation on its backend (or on tx, for a
 // statement inside a transaction), through the capability the operation needs.
-func (s *Server) execute(ctx context.Context, t target, tx Tx, r *wire.Request) (*Result, error) {
+// A panic in the backend (a driver bug, a bad value) becomes the request's
+// internal error (ErrPanic), logged with its stack and counted; a
+// transaction's caller then gives up the transaction (abortPanicked).
+func (s *Server) execute(ctx context.Context, t target, tx Tx, r *wire.Request) (res *Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			backend := t.name
+			if backend == "" {
+				backend = r.Backend
+			}
+			res, err = nil, RecoverPanic(s.log, backend, r.Op.String(), v)
+		}
+	}()
+	if fault.Enabled() {
+		fault.Inject(fault.WorkerCall, faultDetail(r))
+	}
+	return s.executeOp(ctx, t, tx, r)
+}
+
+// faultDetail is what a fault hook is told of a request: its SQL, or its op
+// and table.
+func faultDetail(r *wire.Request) string {
+	if r.SQL != "" {
+		return r.SQL
+	}
+	return r.Op.String() + " " + r.Table + r.Path
+}
+
+func (s *Server) executeOp(ctx context.Context, t target, tx Tx, r *wire.Request) (*Result, error) {
 	maxBytes := s.cfg.Server.MaxResultBytes
 	switch r.Op {
 	case wire.OpQuery, wire.OpExec:

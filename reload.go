@@ -73,7 +73,16 @@ var liveSeq atomic.Uint64
 func newLiveBackend(name string, cfg BackendConfig, b Backend) *liveBackend {
 	lb := &liveBackend{seq: liveSeq.Add(1), name: name, cfg: cfg, b: b, tables: newCacheBackend(name, cfg)}
 	lb.loop, _ = b.(loopsql.Backend)
+	if n, ok := b.(Namer); ok {
+		n.SetName(name)
+	}
 	return lb
+}
+
+// Namer is a backend that wants to know its name in the config, for what it
+// reports on its own (a pool's recovered panics, counted by backend).
+type Namer interface {
+	SetName(name string)
 }
 
 // backendSet is the server's backends at one time; a reload swaps in a new
@@ -279,7 +288,7 @@ func (s *Server) retire(g *backendSet, lb *liveBackend) {
 	defer cancel()
 	start := time.Now()
 	lb.closed.Store(true) // closing: sessions stop reaching it (OnClose, sqlClient)
-	err := lb.b.Close(ctx)
+	err := s.safeCall(lb.name, "close", func() error { return lb.b.Close(ctx) })
 	if err != nil {
 		s.log.Warn("reload: close retired backend", "backend", lb.name, "err", err)
 		return

@@ -396,15 +396,28 @@ func (s *Server) waitDrained(ctx context.Context) bool {
 	return true
 }
 
+// closeBackends closes bs in parallel, each within ctx: one slow to drain
+// leaves the others the whole of ctx for their graceful close, rather than
+// what it did not use. A panic in a backend's Close is that backend's error.
 func closeBackends(ctx context.Context, bs []*liveBackend) error {
-	var errs []error
-	for _, lb := range bs {
+	errs := make([]error, len(bs))
+	var wg sync.WaitGroup
+	for i, lb := range bs {
 		lb.closed.Store(true)
-		err := lb.b.Close(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("close backend %s: %w", lb.name, err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					errs[i] = fmt.Errorf("close backend %s: %w", lb.name, RecoverPanic(nil, lb.name, "close", v))
+				}
+			}()
+			if err := lb.b.Close(ctx); err != nil {
+				errs[i] = fmt.Errorf("close backend %s: %w", lb.name, err)
+			}
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -103,9 +103,20 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 	return c
 }
 
-// callDone answers a call: the Done of its request.
+// callDone answers a call: the Done of its request. A panic in it answers
+// the call internal (unless its reply was written), and the call is not
+// reused.
 func (s *Server) callDone(q *loopsql.Request) {
 	c := q.Owner.(*sqlCall)
+	replied := false
+	defer func() {
+		if v := recover(); v != nil {
+			e := RecoverPanic(s.log, c.be, c.op.String(), v)
+			if !replied {
+				s.replyErrorNow(c.ss, c.h.ID, e)
+			}
+		}
+	}()
 	s.release(c.gen)
 	s.unpend(c.ss)
 	if t := c.tx; t != nil {
@@ -137,6 +148,7 @@ func (s *Server) callDone(q *loopsql.Request) {
 		}
 		return s.appendSQLOutcome(b, c.h, c.op, q, c.enc)
 	})
+	replied = true
 	if c.enc != nil {
 		putEncoder(c.enc)
 	}
@@ -235,6 +247,18 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		// Released once the transaction is registered (or refused): a
 		// reload's retiring of its backend waits for either.
 		defer s.release(g)
+		replied := false
+		defer func() {
+			if v := recover(); v != nil {
+				e := RecoverPanic(s.log, t.name, wire.OpBegin.String(), v)
+				if q.NewTx != nil {
+					lb.AbortTx(q.NewTx, "tetherd hit an internal error beginning it")
+				}
+				if !replied {
+					s.replyNow(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: id, Took: time.Since(start)}, e) })
+				}
+			}
+		}()
 		s.unpend(ss)
 		// Counted as beginning until registered, before the reply goes out
 		// (max_client_txs).
@@ -242,6 +266,7 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		if q.Err != nil {
 			s.logSQLFailure(wire.OpBegin, t.name, q.Err)
 			e := AsError(q.Err)
+			replied = true
 			s.replyNow(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: id, Took: time.Since(start)}, e) })
 			return
 		}
@@ -261,6 +286,7 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		s.txMu.Lock()
 		s.txs[tx.id] = tx
 		s.txMu.Unlock()
+		replied = true
 		s.replyNow(ss, func(b []byte) []byte { return wire.AppendTx(b, wire.Head{ID: id, Took: time.Since(start)}, tx.id) })
 	}
 	lb.Submit(q)

@@ -71,6 +71,17 @@ func (t *txState) submit(s *Server, op func()) {
 }
 
 func (t *txState) drain(s *Server) {
+	// A panic in one op (tetherd's own code: a backend's is an error
+	// already, execute) leaves the queue to a new drain goroutine, and the
+	// transaction, in an unknown state, rolled back.
+	defer func() {
+		if v := recover(); v != nil {
+			RecoverPanic(s.log, t.backend, "transaction", v)
+			s.inflight.Done()
+			s.abortPanicked(t)
+			go t.drain(s)
+		}
+	}()
 	for {
 		t.mu.Lock()
 		if len(t.queue) == 0 {
@@ -134,6 +145,13 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 	ss.pending.Add(1)
 	t.submit(s, func() {
 		defer s.unpend(ss)
+		defer func() {
+			if v := recover(); v != nil {
+				e := RecoverPanic(s.log, t.backend, req.Op.String(), v)
+				s.abortPanicked(t)
+				s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: req.ID}, e) })
+			}
+		}()
 		if e := t.endedErr(); e != nil {
 			s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: req.ID}, e) })
 			return
@@ -160,9 +178,15 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 				return wire.AppendOK(buf, h)
 			})
 		default:
+			if req.Backend == "" {
+				req.Backend = t.backend // for execute's panic report
+			}
 			res, err := s.execute(ctx, target{}, t.tx, &req)
 			if req.Op == wire.OpQuery || req.Op == wire.OpExec {
 				t.noteStatement(s, req.Op, req.SQL)
+			}
+			if errors.Is(err, ErrPanic) {
+				s.abortPanicked(t)
 			}
 			err = classify(ctx, err)
 			s.logFailure(&req, err)
@@ -263,6 +287,41 @@ func (s *Server) abortTx(t *txState, cause rollbackCause, why string) {
 		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
 		s.rollbackDetached(t, why)
 	})
+}
+
+// Discarder is a Tx that can be given up when a panic left its connection in
+// an unknown state: it closes the connection instead of reusing it (the
+// server rolls back as the session ends, if the backend could not roll back
+// first) and frees its pool slot.
+type Discarder interface {
+	Discard()
+}
+
+// abortPanicked ends t after a panic while serving it: its connection's
+// state is unknown, so it is discarded where the backend can (Discarder),
+// rolled back otherwise; the owner's later requests on t get tx_aborted.
+// Called from t's own queue (or its loop request's Done).
+func (s *Server) abortPanicked(t *txState) {
+	if t.endedErr() != nil {
+		return
+	}
+	why := "tetherd hit an internal error serving it (a panic); it was rolled back"
+	s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+	if t.ltx != nil {
+		s.loop.Post(func() { t.lb.AbortTx(t.ltx, why) })
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			RecoverPanic(s.log, t.backend, "rollback", v)
+		}
+	}()
+	if d, ok := t.tx.(Discarder); ok {
+		d.Discard()
+		s.log.Warn("discarded the connection of a transaction after a panic", "tx", t.id, "backend", t.backend)
+		return
+	}
+	s.rollbackDetached(t, why)
 }
 
 // rollbackDetached rolls back a transaction no client waits for.

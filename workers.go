@@ -1,6 +1,9 @@
 package tether
 
-import "sync/atomic"
+import (
+	"log/slog"
+	"sync/atomic"
+)
 
 // workers runs backend work on long-lived goroutines. A fresh goroutine per
 // request starts with a small stack that grows again through database/sql and
@@ -17,6 +20,20 @@ const maxIdleWorkers = 64
 
 func newWorkers() *workers { return &workers{ch: make(chan func())} }
 
+// workerLog is where a worker logs a panic that its function did not
+// recover itself (every request's function does: this is the backstop).
+var workerLog = slog.Default
+
+// safeRun runs fn, recovering a panic in it: the worker goes on.
+func safeRun(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			RecoverPanic(workerLog(), "", "worker", v)
+		}
+	}()
+	fn()
+}
+
 // run runs fn on an idle worker, or on a new one when none is idle. It never
 // blocks.
 func (w *workers) run(fn func()) {
@@ -29,7 +46,7 @@ func (w *workers) run(fn func()) {
 
 func (w *workers) work(fn func()) {
 	for {
-		fn()
+		safeRun(fn)
 		if w.idle.Add(1) > maxIdleWorkers {
 			w.idle.Add(-1)
 			return

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	tether "github.com/tether-php/tether"
 )
 
 // collector turns a Snapshot into Prometheus metrics at each scrape. Names
@@ -18,7 +20,12 @@ type collector struct {
 	cacheInvalidations, cacheDropped, cacheBytes, cacheEntries  *prometheus.Desc
 	requests, duration                                          *prometheus.Desc
 	poolDials, poolDialErrors, poolCancels, poolsRetiring       *prometheus.Desc
-	rollbacks, loopBusy, loopTurns                              *prometheus.Desc
+	rollbacks, loopBusy, loopTurns, panics                      *prometheus.Desc
+}
+
+// panicSource is a Source that counts the panics it recovered from.
+type panicSource interface {
+	Panics() []tether.PanicStats
 }
 
 func newCollector(src Source) *collector {
@@ -57,6 +64,7 @@ func newCollector(src Source) *collector {
 		rollbacks:          d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
 		loopBusy:           d("event_loop_busy_seconds_total", "Time the event loop spent serving events rather than waiting for them; its rate near 1 is a loop at saturation."),
 		loopTurns:          d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
+		panics:             d("panics_total", "Panics recovered while serving requests (each answered internal, its stack logged), by backend and op (or place: conn_read, event_loop).", "backend", "op"),
 	}
 }
 
@@ -66,7 +74,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
 		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
 		c.cacheBytes, c.cacheEntries, c.requests, c.duration, c.poolDials, c.poolDialErrors, c.poolCancels,
-		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns} {
+		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns, c.panics} {
 		ch <- d
 	}
 }
@@ -110,6 +118,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.poolsRetiring, float64(retiring))
 	for cause, n := range s.Rollbacks {
 		counter(c.rollbacks, float64(n), cause)
+	}
+	if ps, ok := c.src.(panicSource); ok {
+		for _, p := range ps.Panics() {
+			counter(c.panics, float64(p.Count), p.Backend, p.Op)
+		}
 	}
 	counter(c.loopBusy, s.EventLoop.BusySeconds)
 	counter(c.loopTurns, float64(s.EventLoop.Turns))

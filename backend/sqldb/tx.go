@@ -79,4 +79,19 @@ func (t *Tx) finish(failed bool) {
 	})
 }
 
-var _ tether.Tx = (*Tx)(nil)
+// Discard implements tether.Discarder: the transaction is rolled back
+// (database/sql lets its connection go only then) and the connection closed,
+// not reused, whatever the rollback answered: a panic left it in an unknown
+// state.
+func (t *Tx) Discard() {
+	t.once.Do(func() {
+		t.tx.Rollback()
+		discard(t.conn)
+		t.db.release()
+	})
+}
+
+var (
+	_ tether.Tx        = (*Tx)(nil)
+	_ tether.Discarder = (*Tx)(nil)
+)

@@ -57,7 +57,9 @@ func (p *Pool) Begin(ctx context.Context) (tether.Tx, error) {
 
 // Do submits r on the loop and waits for its answer, or for ctx: a request
 // given up on (ctx done) is answered at once and, if it is running,
-// cancelled on the server. r.Done must be nil; Do sets it.
+// cancelled on the server. r.Done must be nil; Do sets it. When the loop has
+// stopped (or stops before answering) it returns an error wrapping
+// ErrPoolClosed at once; a panic while submitting r answers it internal.
 func (p *Pool) Do(ctx context.Context, r *Request) error {
 	if p.loop == nil {
 		return p.closedErr()
@@ -67,15 +69,54 @@ func (p *Pool) Do(ctx context.Context, r *Request) error {
 	if d, ok := ctx.Deadline(); ok && (r.Deadline.IsZero() || d.Before(r.Deadline)) {
 		r.Deadline = d
 	}
-	p.loop.Post(func() { p.Submit(r) })
+	if err := p.loop.Post(func() { p.submitSafely(r) }); err != nil {
+		return p.loopGoneErr()
+	}
 	select {
 	case <-done:
+	case <-p.loop.Done():
+		select {
+		case <-done:
+		default:
+			return p.loopGoneErr()
+		}
 	case <-ctx.Done():
 		err := ctx.Err()
-		p.loop.Post(func() { p.Abandon(r, p.ctxErr(err)) })
-		<-done
+		if p.loop.Post(func() { p.Abandon(r, p.ctxErr(err)) }) != nil {
+			return p.loopGoneErr()
+		}
+		select {
+		case <-done:
+		case <-p.loop.Done():
+			select {
+			case <-done:
+			default:
+				return p.loopGoneErr()
+			}
+		}
 	}
 	return r.Err
+}
+
+// submitSafely is Submit for a Go caller: a panic in it answers r internal
+// (unless something answered it already) instead of leaving Do waiting.
+func (p *Pool) submitSafely(r *Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			e := tether.RecoverPanic(p.log, p.label, r.Kind.String(), v)
+			if !r.State.Finished {
+				r.Err = e
+				p.finish(r)
+			}
+		}
+	}()
+	p.Submit(r)
+}
+
+// loopGoneErr is the error of a Go call made after the loop stopped.
+func (p *Pool) loopGoneErr() error {
+	return &tether.Error{Code: tether.CodeUnavailable, Retry: true, Err: ErrPoolClosed,
+		Message: p.name + ": backend is closed (its event loop has stopped)"}
 }
 
 func (p *Pool) ctxErr(err error) error {

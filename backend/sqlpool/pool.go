@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,12 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
+	"github.com/tether-php/tether/internal/fault"
 )
+
+// ErrPoolClosed: the pool is closed, or the event loop it runs on has
+// stopped, so the request was not run. It wraps tether.ErrUnavailable.
+var ErrPoolClosed = fmt.Errorf("pool closed: %w", tether.ErrUnavailable)
 
 // state is where a server connection is in the pool's state machine.
 type state uint8
@@ -92,8 +98,11 @@ const (
 type Pool struct {
 	drv  Driver
 	cfg  tether.BackendConfig
-	name string
-	log  *slog.Logger
+	name string // the backend type, for messages
+	// label is the backend's name in the config (SetName), for the panics
+	// it counts; the type until set.
+	label string
+	log   *slog.Logger
 
 	loop    *evloop.Loop
 	ownLoop bool
@@ -144,7 +153,13 @@ type Conn struct {
 	pool  *Pool
 	srv   ServerConn
 	state state
-	sent  []*Request // sent to the server and not answered yet, oldest first
+	// fd is srv's descriptor, polled by the loop while watched. It is
+	// unwatched exactly once, before srv closes it (closeSocket): once
+	// closed, its number may belong to another connection, of this pool or
+	// of another on the same loop.
+	fd      int
+	watched bool
+	sent    []*Request // sent to the server and not answered yet, oldest first
 	// next is a request waiting for this connection's settings to be
 	// applied before it is sent (KindApply in flight).
 	next    *Request
@@ -166,8 +181,12 @@ type Conn struct {
 
 // New returns a pool for a backend; Open connects it. It has no side effects.
 func New(drv Driver, cfg tether.BackendConfig) *Pool {
-	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}, closeBegun: make(chan struct{})}
+	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), label: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}, closeBegun: make(chan struct{})}
 }
+
+// SetName implements tether.Namer: name is the backend's name in the config.
+// Call before Open.
+func (p *Pool) SetName(name string) { p.label = name }
 
 // UseLoop makes the pool run on the server's event loop. Without it, Open
 // starts a loop of the pool's own (for Go callers and tests). Call before Open.
@@ -214,15 +233,18 @@ func (p *Pool) Open(ctx context.Context) error {
 		p.stopOwnLoop()
 		return p.unavailable(err)
 	}
-	done := make(chan struct{})
-	p.loop.Post(func() {
+	err := p.post(func() {
 		for _, s := range srvs {
 			p.open++
 			p.adopt(s)
 		}
-		close(done)
 	})
-	<-done
+	if err != nil {
+		for _, s := range srvs {
+			s.Close()
+		}
+		return p.unavailable(err)
+	}
 	p.janitorStop, p.janitorDone = make(chan struct{}), make(chan struct{})
 	go p.janitor()
 	return nil
@@ -241,20 +263,27 @@ func (p *Pool) Close(ctx context.Context) error {
 			close(p.janitorStop)
 			<-p.janitorDone
 		}
-		p.post(func() { p.closed = true; p.failQueue(p.closedErr()); p.closeIdle() })
+		// Every post below fails at once if the loop has stopped: then
+		// nothing is left to close on it.
+		err := p.post(func() { p.closed = true; p.failQueue(p.closedErr()); p.closeIdle() })
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
-		for {
-			busy := make(chan int, 1)
-			p.post(func() { busy <- len(p.conns) })
-			n := <-busy
-			if n == 0 {
+		for err == nil {
+			n := 0
+			if err = p.post(func() { n = len(p.conns) }); err != nil || n == 0 {
 				break
 			}
 			select {
 			case <-ctx.Done():
 				p.post(func() {
 					for c := range p.conns {
+						if c.state == stateClosing {
+							// Its socket is closed (and its number maybe
+							// reused): only its termination is left, which
+							// stops trying now (closeBegun).
+							delete(p.conns, c)
+							continue
+						}
 						p.drop(c, p.closedErr())
 					}
 				})
@@ -289,11 +318,24 @@ func (p *Pool) Retire() {
 	})
 }
 
-// post runs fn on the loop and waits for it.
-func (p *Pool) post(fn func()) {
+// post runs fn on the loop and waits for it. It returns ErrPoolClosed,
+// having run nothing, when the loop has stopped.
+func (p *Pool) post(fn func()) error {
 	done := make(chan struct{})
-	p.loop.Post(func() { fn(); close(done) })
-	<-done
+	if err := p.loop.Post(func() { defer close(done); fn() }); err != nil {
+		return fmt.Errorf("%s: %w", p.name, ErrPoolClosed)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-p.loop.Done():
+		select {
+		case <-done: // it ran as the loop stopped
+			return nil
+		default:
+			return fmt.Errorf("%s: %w", p.name, ErrPoolClosed)
+		}
+	}
 }
 
 func (p *Pool) stopOwnLoop() {
@@ -435,7 +477,9 @@ func (p *Pool) dial() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.cfg.ConnectTimeout))
 		s, err := p.drv.Dial(ctx)
 		cancel()
-		p.loop.Post(func() { p.dialed(s, err) })
+		if p.loop.Post(func() { p.dialed(s, err) }) != nil && s != nil {
+			s.Close() // the loop has stopped: nobody will use it
+		}
 	}()
 }
 
@@ -470,14 +514,15 @@ func (p *Pool) dialed(s ServerConn, err error) {
 // adopt takes a freshly dialled connection into the pool as idle. Its slot
 // (p.open) is counted already.
 func (p *Pool) adopt(s ServerConn) {
-	c := &Conn{pool: p, srv: s, state: stateBusy, used: time.Now()}
-	if err := p.loop.Watch(s.Fd(), s); err != nil {
+	c := &Conn{pool: p, srv: s, state: stateBusy, used: time.Now(), fd: s.Fd()}
+	if err := p.loop.Watch(c.fd, c); err != nil {
 		s.Close()
 		p.open--
 		p.updateStats()
 		p.log.Error("watch connection", "backend", p.name, "err", err)
 		return
 	}
+	c.watched = true
 	p.conns[c] = struct{}{}
 	s.Attach(c)
 	p.release(c)
@@ -607,6 +652,13 @@ func (p *Pool) send(c *Conn, r *Request) {
 	if !r.Deadline.IsZero() {
 		p.armTimer(r.Deadline)
 	}
+	// A panic in the protocol's Send leaves the connection's stream in an
+	// unknown state: it is dropped, and r, in c.sent now, answered internal.
+	defer func() {
+		if v := recover(); v != nil {
+			p.panicked(c, "conn_send", v)
+		}
+	}()
 	c.srv.Send(r)
 }
 
@@ -817,8 +869,9 @@ func (p *Pool) drop(c *Conn, err error) {
 	}
 	prev := c.state
 	c.state = stateGone
-	p.loop.Unwatch(c.srv.Fd())
-	c.srv.Close()
+	if prev != stateClosing { // terminate closed it already
+		p.closeSocket(c)
+	}
 	delete(p.conns, c)
 	p.removeIdle(c)
 	if prev != stateClosing {
@@ -847,6 +900,61 @@ func (p *Pool) drop(c *Conn, err error) {
 		p.maybeDial()
 	}
 }
+
+// closeSocket stops polling c's descriptor and closes it, once: after that
+// its number may be another connection's.
+func (p *Pool) closeSocket(c *Conn) {
+	if c.watched {
+		c.watched = false
+		p.loop.Unwatch(c.fd)
+	}
+	c.srv.Close()
+}
+
+// panicked drops c after a panic in its protocol's code (where says which:
+// conn_read, conn_send): its session is in an unknown state, so it is closed,
+// never reused, and its slot freed; the requests in flight on it get an
+// internal error, a transaction pinned to it is answered as rolled back. The
+// panic is logged with its stack and counted (tether.RecoverPanic). Call it
+// from the deferred function that recovered v.
+func (p *Pool) panicked(c *Conn, where string, v any) {
+	p.panickedStack(c, where, v, debug.Stack())
+}
+
+func (p *Pool) panickedStack(c *Conn, where string, v any, stack []byte) {
+	e := tether.RecordPanic(p.log, p.label, where, v, stack)
+	if c.state == stateGone {
+		return
+	}
+	if c.broken == nil {
+		c.broken = e
+	}
+	p.drop(c, e)
+}
+
+// OnReadable implements evloop.Watcher for the protocol's connection.
+func (c *Conn) OnReadable() {
+	if fault.Enabled() {
+		detail := ""
+		if len(c.sent) > 0 {
+			detail = c.sent[0].SQL
+		}
+		fault.Inject(fault.SQLConnRead, detail+"\t"+c.srv.String())
+	}
+	c.srv.OnReadable()
+}
+
+// OnWritable implements evloop.Watcher for the protocol's connection.
+func (c *Conn) OnWritable() { c.srv.OnWritable() }
+
+// Recover implements evloop.Recoverer: a panic in the protocol's callbacks
+// (reading the server's answer, decoding a value, a Flush) drops the
+// connection (panicked).
+func (c *Conn) Recover(v any, stack []byte) { c.pool.panickedStack(c, "conn_read", v, stack) }
+
+// Unwrap implements evloop.Wrapper: the protocol's connection, whose Flush
+// the loop calls.
+func (c *Conn) Unwrap() any { return c.srv }
 
 // lostErr is the error of a request whose connection broke under it: it may
 // have run, so it is not safe to retry.
@@ -1026,8 +1134,7 @@ func (p *Pool) terminate(c *Conn, why string) {
 	p.log.Warn("terminating connection", "backend", p.name, "conn", c.srv.String(), "why", why)
 	srv := c.srv
 	c.state = stateClosing
-	p.loop.Unwatch(srv.Fd())
-	srv.Close()
+	p.closeSocket(c)
 	sent := c.sent
 	c.sent = nil
 	for _, r := range sent {

@@ -30,13 +30,22 @@
 // Conn.Write, Conn.Close, Conn.ResumeReading and Post may be called from any
 // goroutine; Watch, Unwatch, WantWrite, Conn.WriteLater and
 // Conn.PauseReading only on the loop goroutine.
+//
+// Panics: a panic in any of those callbacks is recovered by the loop, which
+// goes on serving everyone else. The connection it was for is closed (a
+// client's), told (a Recoverer, such as a pool's backend connection, which
+// closes itself) or no longer polled (any other Watcher); the handler hears of
+// it (PanicHandler). The cost is one deferred call per turn of the loop, not
+// per event.
 package evloop
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -80,7 +89,34 @@ var (
 	// maxOut for a connection that does not read its replies, so it was
 	// closed instead. Returned once per connection.
 	ErrOutputLimit = errors.New("connection closed: its unread output passed the limit")
+	// ErrLoopClosed: the loop has stopped (or is stopping) and runs no more
+	// posted functions.
+	ErrLoopClosed = errors.New("event loop stopped")
 )
+
+// PanicHandler is implemented by a Handler that wants to hear of a panic the
+// loop recovered from in a callback (to log it with its stack and count it).
+// Without one the loop logs it. The loop goes on serving: a client
+// connection whose callback panicked is closed, a Watcher that is no
+// Recoverer is no longer polled.
+type PanicHandler interface {
+	OnPanic(where string, v any, stack []byte)
+}
+
+// Recoverer is a Watcher (or Flusher) that handles a panic in its own
+// callbacks: the loop calls Recover instead of its handler's OnPanic, and
+// Recover closes whatever the panic may have left in an unknown state (a
+// backend connection). It runs on the loop goroutine.
+type Recoverer interface {
+	Recover(v any, stack []byte)
+}
+
+// Wrapper is a Watcher that forwards to another object's callbacks (a pool's
+// connection to its protocol's): a panic in a Flush of the wrapped object
+// goes to the wrapper's Recover.
+type Wrapper interface {
+	Unwrap() any
+}
 
 const (
 	readChunk    = 64 << 10
@@ -123,6 +159,15 @@ type Loop struct {
 	running   []func() // the batch being run; loop goroutine only
 	wakeArmed bool     // the eventfd has been written since the loop last drained it
 	done      chan struct{}
+
+	// cur is the callback being run, for the recovery of a panic in it.
+	// Loop goroutine only.
+	cur struct {
+		c  *Conn
+		w  Watcher
+		fd int
+		f  Flusher
+	}
 }
 
 type listener struct {
@@ -177,8 +222,15 @@ func New(h Handler, maxOut int) (*Loop, error) {
 // from another goroutine than the loop's, with Run started.
 func (l *Loop) AddListener(ln net.Listener) error {
 	errc := make(chan error, 1)
-	l.Post(func() { errc <- l.addListener(ln) })
-	return <-errc
+	if err := l.Post(func() { errc <- l.addListener(ln) }); err != nil {
+		return fmt.Errorf("add listener: %w", err)
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-l.done:
+		return fmt.Errorf("add listener: %w", ErrLoopClosed)
+	}
 }
 
 func (l *Loop) addListener(ln net.Listener) error {
@@ -217,7 +269,7 @@ func (l *Loop) addListener(ln net.Listener) error {
 // with Run started.
 func (l *Loop) StopAccepting() {
 	done := make(chan struct{})
-	l.Post(func() {
+	err := l.Post(func() {
 		for fd, ln := range l.listeners {
 			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 			ln.f.Close()
@@ -226,6 +278,9 @@ func (l *Loop) StopAccepting() {
 		}
 		close(done)
 	})
+	if err != nil {
+		return // Run closes the listeners as it returns
+	}
 	select {
 	case <-done:
 	case <-l.done:
@@ -241,24 +296,23 @@ func (l *Loop) Stop() {
 }
 
 // Post runs fn on the loop goroutine, after the functions posted before it.
-// Safe from any goroutine; it never blocks. Functions posted after Stop may
-// not run; once Run has returned, none does.
-func (l *Loop) Post(fn func()) { l.tryPost(fn) }
-
-// tryPost is Post that reports whether fn was queued (false: the loop is
-// gone).
-func (l *Loop) tryPost(fn func()) bool {
+// Safe from any goroutine; it never blocks. It returns ErrLoopClosed, and fn
+// never runs, once Stop has been called: a caller waiting for fn must not
+// wait then. A function it accepted runs before Run returns (unless Run
+// fails). A panic in fn is recovered and reported (PanicHandler); the
+// functions posted after it still run.
+func (l *Loop) Post(fn func()) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return false
+	if l.closed || l.stopping {
+		return ErrLoopClosed
 	}
 	l.posted = append(l.posted, fn)
 	if !l.wakeArmed {
 		l.wakeArmed = true
 		l.wakeLocked()
 	}
-	return true
+	return nil
 }
 
 // wakeLocked makes epoll_wait return, unless the loop is gone. l.mu held:
@@ -281,11 +335,89 @@ func (l *Loop) runPosted() bool {
 	l.running, l.posted = l.posted, l.running[:0]
 	l.wakeArmed = false
 	l.mu.Unlock()
-	for i, fn := range l.running {
-		fn()
-		l.running[i] = nil
+	for i := 0; i < len(l.running); {
+		i = l.runPostedFrom(i)
 	}
 	return stopping
+}
+
+// runPostedFrom runs l.running[i:]; when one panics, it recovers and returns
+// the index after it.
+func (l *Loop) runPostedFrom(i int) (next int) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.recovered("posted function", v, debug.Stack())
+			next = i + 1
+		}
+	}()
+	for ; i < len(l.running); i++ {
+		fn := l.running[i]
+		l.running[i] = nil
+		l.cur.c, l.cur.w, l.cur.f = nil, nil, nil
+		fn()
+	}
+	return i
+}
+
+// recovered handles a panic in the callback l.cur names: a client
+// connection is closed, a Recoverer told, any other Watcher no longer polled
+// (the loop does not own its descriptor); the panic is reported to the
+// handler (or the Recoverer). Loop goroutine.
+func (l *Loop) recovered(where string, v any, stack []byte) {
+	cur := l.cur
+	l.cur.c, l.cur.w, l.cur.f = nil, nil, nil
+	var rec Recoverer
+	switch {
+	case cur.c != nil:
+		where = "client connection"
+	case cur.w != nil:
+		where = "watched descriptor"
+		rec, _ = cur.w.(Recoverer)
+	case cur.f != nil:
+		where = "flush"
+		if r, ok := cur.f.(Recoverer); ok {
+			rec = r
+		} else if c, ok := cur.f.(*Conn); ok {
+			cur.c = c
+		} else {
+			for _, w := range l.watchers {
+				if u, ok := w.(Wrapper); ok && u.Unwrap() == any(cur.f) {
+					rec, _ = w.(Recoverer)
+					break
+				}
+			}
+		}
+	}
+	if rec != nil {
+		l.safely(func() { rec.Recover(v, stack) })
+		return
+	}
+	l.report(where, v, stack)
+	switch {
+	case cur.c != nil:
+		l.safely(func() { l.closeConn(cur.c) })
+	case cur.w != nil:
+		l.Unwatch(cur.fd)
+	}
+}
+
+// report tells the handler of a panic, or logs it.
+func (l *Loop) report(where string, v any, stack []byte) {
+	if h, ok := l.handler.(PanicHandler); ok {
+		l.safely(func() { h.OnPanic(where, v, stack) })
+		return
+	}
+	slog.Error("event loop: panic recovered", "where", where, "panic", fmt.Sprint(v), "stack", string(stack))
+}
+
+// safely runs fn, logging a panic in it (a recovery's own recovery).
+func (l *Loop) safely(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("event loop: panic while recovering from a panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	fn()
 }
 
 // Watch makes the loop poll fd for w, for reading (and for writing when
@@ -351,38 +483,10 @@ func (l *Loop) Run() error {
 			return fmt.Errorf("epoll_wait: %w", errno)
 		}
 		turnStart := time.Now()
-		for i := 0; i < n; i++ {
-			ev := &events[i]
-			fd := int(ev.Fd)
-			if fd == l.wakefd {
-				if l.runPosted() {
-					return nil
-				}
-				continue
-			}
-			c, ok := l.conns[fd]
-			if !ok {
-				if w, ok := l.watchers[fd]; ok {
-					if ev.Events&unix.EPOLLOUT != 0 {
-						w.OnWritable()
-					}
-					// The writable handler may have unwatched it.
-					if w2, ok := l.watchers[fd]; ok && w2 == w && ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
-						w.OnReadable()
-					}
-				} else if ln, ok := l.listeners[fd]; ok {
-					l.accept(ln)
-				}
-				continue
-			}
-			if ev.Events&unix.EPOLLOUT != 0 {
-				c.flush()
-			}
-			switch {
-			case c.paused.Load() && ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
-				l.closeConn(c) // hung up while paused: its requests are of no use to anyone
-			case ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0:
-				l.read(c, buf)
+		for i := 0; i < n; {
+			var stop bool
+			if i, stop = l.serve(events[:n], i, buf); stop {
+				return nil
 			}
 		}
 		l.flush()
@@ -390,6 +494,56 @@ func (l *Loop) Run() error {
 		l.busy.Add(int64(time.Since(turnStart)))
 		l.turns.Add(1)
 	}
+}
+
+// serve dispatches events[i:] and returns len(events), or, when a callback
+// panicked, the index after its event (the panic recovered); stop: a posted
+// Stop was seen.
+func (l *Loop) serve(events []unix.EpollEvent, i int, buf []byte) (next int, stop bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.recovered("event", v, debug.Stack())
+			next = i + 1
+		}
+	}()
+	for ; i < len(events); i++ {
+		ev := &events[i]
+		fd := int(ev.Fd)
+		l.cur.c, l.cur.w, l.cur.f = nil, nil, nil
+		if fd == l.wakefd {
+			if l.runPosted() {
+				return i + 1, true
+			}
+			continue
+		}
+		c, ok := l.conns[fd]
+		if !ok {
+			if w, ok := l.watchers[fd]; ok {
+				l.cur.w, l.cur.fd = w, fd
+				if ev.Events&unix.EPOLLOUT != 0 {
+					w.OnWritable()
+				}
+				// The writable handler may have unwatched it.
+				if w2, ok := l.watchers[fd]; ok && w2 == w && ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
+					w.OnReadable()
+				}
+			} else if ln, ok := l.listeners[fd]; ok {
+				l.accept(ln)
+			}
+			continue
+		}
+		l.cur.c = c
+		if ev.Events&unix.EPOLLOUT != 0 {
+			c.flush()
+		}
+		switch {
+		case c.paused.Load() && ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
+			l.closeConn(c) // hung up while paused: its requests are of no use to anyone
+		case ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0:
+			l.read(c, buf)
+		}
+	}
+	return i, false
 }
 
 // Busy returns the time the loop has spent serving events since it started,
@@ -427,11 +581,28 @@ func (l *Loop) FlushLater(f Flusher) {
 
 func (l *Loop) flush() {
 	// A Flush may add more (a reply written from a backend's answer).
-	for i := 0; i < len(l.flushes); i++ {
-		l.flushes[i].Flush()
-		l.flushes[i] = nil
+	for i := 0; i < len(l.flushes); {
+		i = l.flushFrom(i)
 	}
 	l.flushes = l.flushes[:0]
+}
+
+// flushFrom flushes l.flushes[i:]; when one panics, it recovers and returns
+// the index after it.
+func (l *Loop) flushFrom(i int) (next int) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.recovered("flush", v, debug.Stack())
+			next = i + 1
+		}
+	}()
+	for ; i < len(l.flushes); i++ {
+		f := l.flushes[i]
+		l.flushes[i] = nil
+		l.cur.c, l.cur.w, l.cur.f = nil, nil, f
+		f.Flush()
+	}
+	return i
 }
 
 func (l *Loop) accept(ln *listener) {
@@ -467,7 +638,9 @@ func (l *Loop) adopt(fd int, tcp bool, peer string) {
 		return
 	}
 	l.conns[fd] = c
+	l.cur.c = c // a panic in OnOpen closes c
 	l.handler.OnOpen(c, tcp)
+	l.cur.c = nil
 }
 
 // AddConn makes fd, a connected stream socket the caller hands over, one of
@@ -477,14 +650,14 @@ func (l *Loop) adopt(fd int, tcp bool, peer string) {
 // goroutine; the loop owns fd from then on (it closes it if the loop has
 // stopped).
 func (l *Loop) AddConn(fd int, tcp bool, peer string) {
-	ok := l.tryPost(func() {
+	err := l.Post(func() {
 		if err := unix.SetNonblock(fd, true); err != nil {
 			unix.Close(fd)
 			return
 		}
 		l.adopt(fd, tcp, peer)
 	})
-	if !ok {
+	if err != nil {
 		unix.Close(fd)
 	}
 }
@@ -525,6 +698,7 @@ func (l *Loop) resume(c *Conn) {
 // feed offers data (c's input buffer, or the loop's read buffer) to the
 // handler and keeps what it did not consume in c's buffer.
 func (l *Loop) feed(c *Conn, data []byte) {
+	l.cur.c = c // a panic in OnData closes c
 	used := l.handler.OnData(c, data)
 	if c.closing.Load() {
 		l.closeConn(c)
