@@ -17,6 +17,7 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
+	_ "github.com/tether-php/tether/backend/all" // tether check builds backends
 	"github.com/tether-php/tether/wire"
 )
 
@@ -39,7 +40,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd (reload: 30s, upgrade: 90s unless set)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|clients|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|clients|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check [--connect] CONFIG\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +52,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
 	if cmd == "check" {
-		return m.check(rest)
+		return m.check(ctx, rest)
 	}
 	cfg := tether.DefaultConfig()
 	if *configPath != "" {
@@ -123,18 +124,44 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
-func (m *Main) check(args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: tether check CONFIG")
+// check is `tether check [--connect] CONFIG`: tetherd -check's validation
+// (the config, then every backend built: each DSN and option parsed, each
+// file read) and with --connect a login to each backend. It prints a line
+// per backend and fails naming each backend that failed and why.
+func (m *Main) check(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tether check", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	connect := fs.Bool("connect", false, "also log in to each backend (one connection each, closed at once)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tether check [--connect] CONFIG\n\n")
+		fs.PrintDefaults()
 	}
-	cfg, err := tether.ReadConfigFile(args[0])
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	if fs.NArg() > 1 { // flags after the file: tether check CONFIG --connect
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+	} else {
+		fs.Parse(nil)
+	}
+	if path == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return errors.New("usage: tether check [--connect] CONFIG")
+	}
+	cfg, err := tether.ReadConfigFile(path)
 	if err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "%s: config ok (%d backends)\n", args[0], len(cfg.Backends))
+	if err := tether.WriteBackendChecks(m.Stdout, tether.CheckBackends(ctx, &cfg, *connect), *connect); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(m.Stdout, "%s: config ok (%d backends)\n", path, len(cfg.Backends))
 	return nil
 }
 

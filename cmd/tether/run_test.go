@@ -152,3 +152,33 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check bad: %v", err)
 	}
 }
+
+// TestCheck_Backends: check builds every backend (a malformed DSN fails,
+// naming the backend), and --connect logs in to each (a wrong password fails,
+// with the server's answer).
+func TestCheck_Backends(t *testing.T) {
+	dir := t.TempDir()
+	malformed := filepath.Join(dir, "malformed.toml")
+	os.WriteFile(malformed, []byte("[backends.main]\ntype = \"mysql\"\ndsn = \"app:pw@tcp(localhost:3306/app\"\n"), 0o644)
+	if out, err := run(t, "check", malformed); err == nil || !strings.Contains(out, "backends.main (mysql)") || !strings.Contains(out, "dsn") {
+		t.Errorf("check of a malformed DSN: %v\n%s", err, out)
+	}
+	pg := os.Getenv("TETHER_TEST_POSTGRES_DSN")
+	if pg == "" {
+		if os.Getenv("TETHER_REQUIRE_BACKENDS") == "1" {
+			t.Fatal("TETHER_TEST_POSTGRES_DSN is not set and TETHER_REQUIRE_BACKENDS=1")
+		}
+		t.Skip("TETHER_TEST_POSTGRES_DSN is not set")
+	}
+	wrong := filepath.Join(dir, "wrong.toml")
+	os.WriteFile(wrong, []byte("[backends.main]\ntype = \"postgres\"\ndsn = '"+pg+" password=not-the-password'\n"), 0o644)
+	if out, err := run(t, "check", wrong); err != nil {
+		t.Errorf("check without --connect connects nothing: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"check", "--connect", wrong}, {"check", wrong, "--connect"}} {
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(out, "FAIL backends.main (postgres)") || !strings.Contains(out, "password authentication failed") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+}
