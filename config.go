@@ -84,6 +84,10 @@ type ServerConfig struct {
 	TxIdleTimeout  Duration `toml:"tx_idle_timeout"` // an idle transaction is rolled back after this
 	ShutdownGrace  Duration `toml:"shutdown_grace"`  // how long in-flight requests may finish on SIGTERM
 	DefaultBackend string   `toml:"default_backend"` // backend of requests that name none
+	// PIDFile, when set, holds the pid of the tetherd serving: written once
+	// it serves (by the new process after a binary upgrade), removed on a
+	// clean exit (docs/operations.md, "Finding tetherd's pid").
+	PIDFile string `toml:"pid_file"`
 	// Bounds on what clients can make tetherd hold (docs/operations.md,
 	// "Limits"). Each is reported, when it is hit, in an error or a log
 	// line that names it and its value.

@@ -191,6 +191,16 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 		adm.Close(actx)
 		cancel()
 	}()
+	pid, err := preparePIDFile(cfg.Server.PIDFile)
+	if err != nil {
+		shutdownNow(srv)
+		return err
+	}
+	defer func() {
+		if !handedOff { // else the file is the new process's
+			pid.remove()
+		}
+	}()
 	if upg != nil {
 		// The parent, if any, hands its clients over from here on.
 		if err := upg.Ready(); err != nil {
@@ -203,8 +213,13 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 	// this process is the service's main one.
 	daemon.SdNotify(false, fmt.Sprintf("READY=1\nMAINPID=%d", os.Getpid()))
 	isReady = true
+	if err := pid.commit(); err != nil {
+		// The sockets may be this process's alone by now (an upgrade's
+		// parent is handing over): serve on, without a pid file.
+		log.Error("write the pid file; serving without one", "err", err)
+	}
 	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0),
-		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen)
+		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen, "pid_file", cfg.Server.PIDFile)
 
 	sigs := m.Signals
 	if sigs == nil {
@@ -230,6 +245,9 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 		defer cancel()
 		if err := srv.HandOver(hctx); err != nil {
 			return err
+		}
+		if !pid.handedOver(2 * time.Second) {
+			log.Warn("the new process has not written its pid to the pid file", "pid_file", cfg.Server.PIDFile)
 		}
 		log.Info("stopped after the upgrade")
 		return nil
