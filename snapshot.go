@@ -74,6 +74,9 @@ type CacheSnapshot struct {
 type PoolSnapshot struct {
 	Backend string `json:"backend"`
 	Type    string `json:"type"`
+	// Limits: the settings the pool runs with (a reload that changes them
+	// shows here once its new pool serves).
+	Limits PoolLimits `json:"limits"`
 	// Stats: a current pool's counters count since tetherd started, those
 	// of the pools a reload replaced for its backend included; a retiring
 	// pool's are its own (already in its successor's).
@@ -85,6 +88,28 @@ type PoolSnapshot struct {
 	// transactions that began before, then closes. Listed after the
 	// current pools.
 	Retiring bool `json:"retiring,omitempty"`
+}
+
+// PoolLimits are the settings in force for one pool: its [backends.NAME]
+// table as tetherd last loaded it, and the server-wide tx_idle_timeout. A
+// type uses those that apply to it (docs/operations.md, "Pools and their
+// limits"): an http upstream, say, dials no min_conns ahead and keeps no
+// prepared statements.
+type PoolLimits struct {
+	MaxConns       int      `json:"max_conns"`
+	MinConns       int      `json:"min_conns"`
+	AcquireTimeout Duration `json:"acquire_timeout"` // the wait for a free connection before busy
+	ConnectTimeout Duration `json:"connect_timeout"`
+	IdleTimeout    Duration `json:"idle_timeout"`    // an idle connection past min_conns is closed after it
+	TxIdleTimeout  Duration `json:"tx_idle_timeout"` // server.tx_idle_timeout: an idle transaction is rolled back after it
+	StmtCacheSize  int      `json:"stmt_cache_size"` // prepared statements kept per connection
+}
+
+// poolLimits returns the limits a pool built from cfg runs with.
+func (s *Server) poolLimits(cfg BackendConfig) PoolLimits {
+	return PoolLimits{MaxConns: cfg.MaxConns, MinConns: cfg.MinConns, AcquireTimeout: cfg.AcquireTimeout,
+		ConnectTimeout: cfg.ConnectTimeout, IdleTimeout: cfg.IdleTimeout, TxIdleTimeout: s.cfg.Server.TxIdleTimeout,
+		StmtCacheSize: cfg.StmtCacheSize}
 }
 
 // Snapshot returns the server's state now. Safe from any goroutine.

@@ -103,8 +103,8 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <tr><th>evicted / expired</th><td class="n">{{.Evictions}} / {{.Expired}}</td></tr>
 </table>{{else}}<p>off</p>{{end}}</div>
 </div>
-<h2>Pools</h2><table id="pools"><tr><th>backend</th><th>type</th><th>open</th><th>in use</th><th>idle</th><th>waits</th><th>resets</th><th>cache by table</th></tr>
-{{range .Pools}}<tr><td>{{.Backend}}</td><td>{{.Type}}</td><td class="n">{{.Stats.Open}}</td><td class="n">{{.Stats.InUse}}</td><td class="n">{{.Stats.Idle}}</td><td class="n">{{.Stats.Waiting}}</td><td class="n">{{.Stats.Resets}}</td><td>{{if .CacheByTable}}yes{{else}}-{{end}}</td></tr>
+<h2>Pools</h2><table id="pools"><tr><th>backend</th><th>type</th><th>open</th><th>in use</th><th>idle</th><th>waits</th><th>resets</th><th>cache by table</th><th>max conns</th><th>min conns</th><th>acquire timeout</th><th>idle timeout</th><th>tx idle timeout</th><th>statement cache</th></tr>
+{{range .Pools}}<tr><td>{{.Backend}}{{if .Retiring}} <span class="muted">(retiring)</span>{{end}}</td><td>{{.Type}}</td><td class="n">{{.Stats.Open}}</td><td class="n">{{.Stats.InUse}}</td><td class="n">{{.Stats.Idle}}</td><td class="n">{{.Stats.Waiting}}</td><td class="n">{{.Stats.Resets}}</td><td>{{if .CacheByTable}}yes{{else}}-{{end}}</td><td class="n max-conns">{{.Limits.MaxConns}}</td><td class="n">{{.Limits.MinConns}}</td><td class="n">{{.Limits.AcquireTimeout}}</td><td class="n">{{.Limits.IdleTimeout}}</td><td class="n">{{.Limits.TxIdleTimeout}}</td><td class="n">{{.Limits.StmtCacheSize}}</td></tr>
 {{end}}</table>
 <h2>Most frequent operations</h2>{{if .Requests}}<table id="requests"><tr><th>operation</th><th>backend</th><th>requests</th><th>errors</th><th>mean</th></tr>
 {{range .Requests}}<tr><td>{{.Op}}</td><td>{{.Backend}}</td><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{.MeanMS}}</td></tr>

@@ -321,7 +321,7 @@ func (m *Main) printStatus(s tether.Snapshot) {
 
 func (m *Main) printPools(s tether.Snapshot) {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\t")
+	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\tMAX\tMIN\tACQUIRE\tIDLE TIMEOUT\tTX IDLE\tSTMT CACHE\t")
 	for _, p := range s.Pools {
 		byTable := "-"
 		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
@@ -331,8 +331,9 @@ func (m *Main) printPools(s tether.Snapshot) {
 		if p.Retiring {
 			name += " (retiring)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
-			p.Stats.Waiting, p.Stats.Resets, byTable)
+		l := p.Limits
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t\n", name, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
+			p.Stats.Waiting, p.Stats.Resets, byTable, l.MaxConns, l.MinConns, l.AcquireTimeout, l.IdleTimeout, l.TxIdleTimeout, l.StmtCacheSize)
 	}
 	tw.Flush()
 }
