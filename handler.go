@@ -25,6 +25,7 @@ func (s *Server) OnOpen(c *evloop.Conn, tcp bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ss := &session{conn: c, tcp: tcp, ctx: ctx, cancel: cancel, txs: map[uint64]*txState{}}
 	c.Context = ss
+	ss.identify()
 	s.onOpenLimits(ss)
 }
 
@@ -457,7 +458,7 @@ func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Tim
 	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
-	took := s.observed(r.Op, t.name, r.SQL, err, start)
+	took := s.observed(ss, r.Op, t.name, r.SQL, err, start)
 	s.noteWrite(t.name, r.Op, r.SQL)
 	s.logFailure(r, err)
 	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID, Took: took}, r, res, err) })
@@ -653,7 +654,7 @@ func (b *batch) done() {
 	defer s.release(b.gen)
 	defer s.unpend(b.ss)
 	b.cancel()
-	took := s.observed(wire.OpBatch, "", "", nil, b.start)
+	took := s.observed(nil, wire.OpBatch, "", "", nil, b.start)
 	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)
 		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id, Took: took}, len(b.out))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/tether-php/tether/internal/resultcache"
@@ -146,9 +147,38 @@ func (s *Server) Snapshot() Snapshot {
 	return snap
 }
 
+// ClientRef names the client connection a request came from, in the recent
+// errors and the slowest requests: tetherd's number for the connection (the
+// CONN of tether clients), and who was at its other end when it connected.
+type ClientRef struct {
+	Conn uint64 `json:"conn"`
+	// PID and UID of the process at the other end of a Unix socket
+	// (SO_PEERCRED: a php-fpm worker, an installer's php process); Addr of
+	// a TCP client.
+	PID  int    `json:"pid,omitempty"`
+	UID  int    `json:"uid"`
+	Addr string `json:"addr,omitempty"`
+	TCP  bool   `json:"tcp"`
+}
+
+// String describes the client for a person: "pid 1234 uid 33, conn 7".
+func (c ClientRef) String() string {
+	var who string
+	switch {
+	case c.Addr != "":
+		who = c.Addr
+	case c.PID > 0:
+		who = "pid " + strconv.Itoa(c.PID) + " uid " + strconv.Itoa(c.UID)
+	default:
+		who = "unknown peer"
+	}
+	return who + ", conn " + strconv.FormatUint(c.Conn, 10)
+}
+
 // ClientSnapshot is one client connection, as `tether clients` lists it
 // (PgBouncer's SHOW CLIENTS).
 type ClientSnapshot struct {
+	Conn uint64 `json:"conn"` // tetherd's number for it (ClientRef.Conn)
 	// PID and UID of the process at the other end of a Unix socket (a
 	// php-fpm worker, say); Addr of a TCP client.
 	PID          int       `json:"pid,omitempty"`
@@ -174,7 +204,7 @@ func (s *Server) Clients(ctx context.Context) ([]ClientSnapshot, error) {
 		list := make([]ClientSnapshot, 0, min(len(s.sessions), maxClientsListed))
 		for ss := range s.sessions {
 			pid, uid, addr := ss.conn.Peer()
-			list = append(list, ClientSnapshot{PID: pid, UID: uid, Addr: addr, TCP: ss.tcp,
+			list = append(list, ClientSnapshot{Conn: ss.client.Conn, PID: pid, UID: uid, Addr: addr, TCP: ss.tcp,
 				Connected: time.Unix(0, ss.opened), LastActive: time.Unix(0, ss.lastActive), Requests: ss.served,
 				InFlight: int(ss.pending.Load()), Transactions: ss.openTxs()})
 		}

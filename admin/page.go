@@ -112,11 +112,11 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <h2>Most frequent statements</h2>{{if .Frequent}}<table id="frequent"><tr><th>runs (est.)</th><th>errors (est.)</th><th>mean</th><th>backend</th><th>SQL</th></tr>
 {{range .Frequent}}<tr><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{secs .MeanSeconds}}</td><td>{{.Backend}}</td><td><code>{{.SQL}}</code></td></tr>
 {{end}}</table><p class="muted">Estimated from one statement in 16.</p>{{else}}<p class="muted">none yet</p>{{end}}
-<h2>Slowest statements</h2>{{if .Slowest}}<table id="slowest"><tr><th>took</th><th>when</th><th>operation</th><th>backend</th><th>result</th><th>SQL</th></tr>
-{{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td></tr>
+<h2>Slowest statements</h2>{{if .Slowest}}<table id="slowest"><tr><th>took</th><th>when</th><th>operation</th><th>backend</th><th>result</th><th>SQL</th><th>client</th></tr>
+{{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td><td>{{with .Client}}{{.}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none yet</p>{{end}}
-<h2>Recent errors</h2>{{if .RecentErrors}}<table id="errors"><tr><th>when</th><th>operation</th><th>backend</th><th>code</th><th>message</th><th>SQL</th></tr>
-{{range .RecentErrors}}<tr><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td>{{.Message}}</td><td><code>{{.SQL}}</code></td></tr>
+<h2>Recent errors</h2>{{if .RecentErrors}}<table id="errors"><tr><th>when</th><th>operation</th><th>backend</th><th>code</th><th>message</th><th>SQL</th><th>client</th></tr>
+{{range .RecentErrors}}<tr><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td>{{.Message}}</td><td><code>{{.SQL}}</code></td><td class="client">{{with .Client}}{{.}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none</p>{{end}}
 </body></html>
 `))

@@ -356,14 +356,14 @@ func (m *Main) clients(ctx context.Context, socket string, asJSON bool) error {
 		return fmt.Errorf("/clients.json: %w", err)
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tCONNECTED\tIDLE\tREQUESTS\tIN FLIGHT\tTX\t")
+	fmt.Fprintln(tw, "CONN\tPEER\tCONNECTED\tIDLE\tREQUESTS\tIN FLIGHT\tTX\t")
 	now := time.Now()
 	for _, c := range list {
 		peer := c.Addr
 		if !c.TCP {
 			peer = fmt.Sprintf("pid %d (uid %d)", c.PID, c.UID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", peer, now.Sub(c.Connected).Round(time.Second),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t\n", c.Conn, peer, now.Sub(c.Connected).Round(time.Second),
 			now.Sub(c.LastActive).Round(time.Second), c.Requests, c.InFlight, c.Transactions)
 	}
 	fmt.Fprintf(tw, "%d clients\n", len(list))
