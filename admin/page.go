@@ -84,7 +84,7 @@ th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:to
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .state-ready{color:#1a7f37}.state-draining,.state-starting{color:#b35900}
 code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
-.grid{display:flex;gap:2em;flex-wrap:wrap}
+.grid{display:flex;gap:2em;flex-wrap:wrap}.client{white-space:nowrap}
 </style></head><body>
 <h1>tetherd <span class="state-{{.State}}">{{.State}}</span></h1>
 <div class="muted">version {{.Version}}{{if .Uptime}} · up {{.Uptime}}{{end}} · {{.Now}} · reloads every 5 s</div>
@@ -113,7 +113,7 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 {{range .Frequent}}<tr><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{secs .MeanSeconds}}</td><td>{{.Backend}}</td><td><code>{{.SQL}}</code></td></tr>
 {{end}}</table><p class="muted">Estimated from one statement in 16.</p>{{else}}<p class="muted">none yet</p>{{end}}
 <h2>Slowest statements</h2>{{if .Slowest}}<table id="slowest"><tr><th>took</th><th>when</th><th>operation</th><th>backend</th><th>result</th><th>SQL</th><th>client</th></tr>
-{{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td><td>{{with .Client}}{{.}}{{end}}</td></tr>
+{{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td><td class="client">{{with .Client}}{{.}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none yet</p>{{end}}
 <h2>Recent errors</h2>{{if .RecentErrors}}<table id="errors"><tr><th>when</th><th>operation</th><th>backend</th><th>code</th><th>message</th><th>SQL</th><th>client</th></tr>
 {{range .RecentErrors}}<tr><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td>{{.Message}}</td><td><code>{{.SQL}}</code></td><td class="client">{{with .Client}}{{.}}{{end}}</td></tr>
