@@ -80,14 +80,21 @@ func BackendTypeNames() []string {
 }
 
 // NewBackend builds (without connecting) the backend a config names, through
-// its registered type; it is a NewBackendFunc, for reloads. Its error names
-// the backend, its type, and what the type's constructor found.
+// its registered type; it is a NewBackendFunc, for reloads. Its error is the
+// type's constructor's (naming the setting at fault), or an unknown type's;
+// the caller names the backend.
 func NewBackend(name string, cfg BackendConfig) (Backend, error) {
 	t, ok := LookupBackendType(cfg.Type)
 	if !ok {
-		return nil, fmt.Errorf("backends.%s: type %q: no backend type of that name is linked in (known: %s)", name, cfg.Type, strings.Join(BackendTypeNames(), ", "))
+		return nil, fmt.Errorf("type %q: no backend type of that name is linked in (known: %s)", cfg.Type, strings.Join(BackendTypeNames(), ", "))
 	}
-	b, err := t.New(cfg)
+	return t.New(cfg)
+}
+
+// newNamedBackend is NewBackend with the backend and its type named in its
+// error: "backends.NAME (TYPE): ...".
+func newNamedBackend(name string, cfg BackendConfig) (Backend, error) {
+	b, err := NewBackend(name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("backends.%s (%s): %w", name, cfg.Type, err)
 	}
@@ -101,7 +108,7 @@ func (c *Config) NewBackends() (map[string]Backend, error) {
 	out := make(map[string]Backend, len(c.Backends))
 	var errs []error
 	for _, name := range c.backendNames() {
-		b, err := NewBackend(name, c.Backends[name])
+		b, err := newNamedBackend(name, c.Backends[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -156,7 +163,7 @@ func CheckBackends(ctx context.Context, c *Config, connect bool) []BackendCheck 
 		if connect {
 			bc.MinConns = min(bc.MinConns, 1)
 		}
-		b, err := NewBackend(name, bc)
+		b, err := newNamedBackend(name, bc)
 		out[i].Err, out[i].Took = err, time.Since(start)
 		if t, ok := LookupBackendType(bc.Type); ok {
 			out[i].Lazy = t.LazyOpen
