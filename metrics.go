@@ -86,7 +86,8 @@ func (s *Server) observed(ss *session, op wire.Op, backend, sql string, err erro
 	if err != nil || d > time.Duration(s.recent.slowFloor.Load()) {
 		var client *ClientRef
 		if ss != nil {
-			client = &ss.client
+			c := ss.client // a copy: a pointer into ss would keep the whole session alive
+			client = &c
 		}
 		s.recent.note(op, backend, sql, client, err, start, d)
 	}
