@@ -161,14 +161,14 @@ func CheckBackends(ctx context.Context, c *Config, connect bool) []BackendCheck 
 		out[i] = BackendCheck{Backend: name, Type: bc.Type}
 		start := time.Now()
 		if connect {
-			bc.MinConns = min(bc.MinConns, 1)
+			bc.MinConns = min(bc.MinConns, 1) // one connection proves the login
 		}
 		b, err := newNamedBackend(name, bc)
 		out[i].Err, out[i].Took = err, time.Since(start)
 		if t, ok := LookupBackendType(bc.Type); ok {
 			out[i].Lazy = t.LazyOpen
 		}
-		if err != nil || !connect {
+		if err != nil || !connect || out[i].Lazy {
 			continue
 		}
 		wg.Add(1)
@@ -202,7 +202,7 @@ func WriteBackendChecks(w io.Writer, checks []BackendCheck, connect bool) error 
 		case c.Err != nil:
 			fmt.Fprintf(w, "FAIL %s\n", c.Err)
 			failed = append(failed, c.Backend)
-		case c.Connected && c.Lazy:
+		case connect && c.Lazy:
 			fmt.Fprintf(w, "ok   backends.%s (%s): built (it connects on its first call, not before)\n", c.Backend, c.Type)
 		case c.Connected:
 			fmt.Fprintf(w, "ok   backends.%s (%s): connected (%s)\n", c.Backend, c.Type, c.Took.Round(time.Millisecond))
