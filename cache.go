@@ -153,7 +153,7 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 	out, value, ticket := s.cache.Begin(&cr.read, cr)
 	switch out {
 	case resultcache.Hit:
-		took := s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, nil, cr.start)
+		took := s.observed(cr.ss, wire.OpQuery, cr.t.name, cr.req.SQL, nil, cr.start)
 		id, columnar := cr.req.ID, cr.req.Columnar
 		s.replyNow(cr.ss, func(b []byte) []byte {
 			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
@@ -214,7 +214,7 @@ func (cr *cachedRead) Served(value []byte, err error) {
 	s.release(cr.gen)
 	s.unpend(cr.ss)
 	id, columnar := cr.req.ID, cr.req.Columnar
-	took := s.observed(wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
+	took := s.observed(cr.ss, wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
 	if err != nil {
 		s.replyErrorNow(cr.ss, id, AsError(err))
 		return

@@ -74,7 +74,7 @@ func (s *Server) runCachedKeyRead(ss *session, r *wire.Request) bool {
 	case resultcache.Hit:
 		s.release(cr.gen)
 		s.unpend(ss)
-		took := s.observed(r.Op, cr.backend, "", nil, cr.start)
+		took := s.observed(ss, r.Op, cr.backend, "", nil, cr.start)
 		id, columnar := r.ID, columnarReply(r)
 		s.replyNow(ss, func(b []byte) []byte {
 			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
@@ -187,7 +187,7 @@ func (s *Server) leadKeyRead(ss *session, r *wire.Request, t target, deadline ti
 	res, err := s.execute(ctx, run, nil, r)
 	err = classify(ctx, err)
 	cancel()
-	took := s.observed(r.Op, metricsBackend(r, t), "", err, start)
+	took := s.observed(ss, r.Op, metricsBackend(r, t), "", err, start)
 	s.logFailure(r, err)
 	columnar := columnarReply(r)
 	if err == nil && res.Cursor == nil {
@@ -231,7 +231,7 @@ func (cr *cachedKeyRead) Served(value []byte, err error) {
 	}
 	defer s.release(cr.gen)
 	defer s.unpend(ss)
-	took := s.observed(r.Op, cr.backend, "", err, cr.start)
+	took := s.observed(ss, r.Op, cr.backend, "", err, cr.start)
 	if err != nil {
 		e := AsError(err)
 		s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID, Took: took}, e) })

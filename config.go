@@ -84,6 +84,10 @@ type ServerConfig struct {
 	TxIdleTimeout  Duration `toml:"tx_idle_timeout"` // an idle transaction is rolled back after this
 	ShutdownGrace  Duration `toml:"shutdown_grace"`  // how long in-flight requests may finish on SIGTERM
 	DefaultBackend string   `toml:"default_backend"` // backend of requests that name none
+	// PIDFile, when set, holds the pid of the tetherd serving: written once
+	// it serves (by the new process after a binary upgrade), removed on a
+	// clean exit (docs/operations.md, "Finding tetherd's pid").
+	PIDFile string `toml:"pid_file"`
 	// Bounds on what clients can make tetherd hold (docs/operations.md,
 	// "Limits"). Each is reported, when it is hit, in an error or a log
 	// line that names it and its value.
@@ -114,7 +118,7 @@ type LogConfig struct {
 
 // BackendConfig configures one backend and its pool.
 type BackendConfig struct {
-	Type           string   `toml:"type"` // one of BackendTypes
+	Type           string   `toml:"type"` // a registered BackendType's name (registry.go)
 	DSN            string   `toml:"dsn"`  // the driver's data source name
 	MaxConns       int      `toml:"max_conns"`
 	MinConns       int      `toml:"min_conns"`
@@ -145,9 +149,6 @@ type HTTPConfig struct {
 	TLSServerName    string            `toml:"tls_server_name"` // overrides the name checked in the server's certificate
 	TLSSkipVerify    bool              `toml:"tls_insecure_skip_verify"`
 }
-
-// BackendTypes lists the backend types tetherd knows.
-var BackendTypes = []string{"sqlite", "mysql", "postgres", "cassandra", "bigtable", "http"}
 
 // Default paths of the embedded default: SQLite beside a socket in ./var.
 const (
@@ -395,8 +396,9 @@ func (c *Config) Validate() error {
 		if !validBackendName(name) {
 			bad("backends."+name, name, "a backend name is 1-64 letters, digits, '_' or '-'")
 		}
-		if !contains(BackendTypes, b.Type) {
-			bad(f+"type", strconv.Quote(b.Type), "must be one of %s", strings.Join(BackendTypes, ", "))
+		typ, known := LookupBackendType(b.Type)
+		if !known {
+			bad(f+"type", strconv.Quote(b.Type), "must be one of %s", strings.Join(BackendTypeNames(), ", "))
 		}
 		if b.DSN == "" {
 			bad(f+"dsn", `""`, "required")
@@ -419,12 +421,12 @@ func (c *Config) Validate() error {
 		if b.StmtCacheSize < 1 {
 			bad(f+"stmt_cache_size", b.StmtCacheSize, "must be at least 1")
 		}
-		if b.ChangeStream && b.Type != "mysql" && b.Type != "postgres" {
-			bad(f+"change_stream", true, "only a mysql (binary log) or postgres (logical replication) backend can follow its change stream")
+		if b.ChangeStream && known && !typ.ChangeStream {
+			bad(f+"change_stream", true, "only a backend of type %s can follow its change stream (mysql: the binary log, postgres: logical replication)", strings.Join(changeStreamTypes(), " or "))
 		} else if b.ChangeStream && c.Cache.MaxBytes == 0 {
 			bad(f+"change_stream", true, "needs the result cache (cache.max_bytes > 0): it only drops cached results")
 		}
-		if b.Type == "http" {
+		if typ.HTTP {
 			validateHTTP(f, b, bad)
 		} else if !b.HTTP.isZero() {
 			bad(f+"http", "{...}", "only a backend of type http takes these settings")
@@ -479,6 +481,18 @@ func validateHTTP(f string, b BackendConfig, bad func(field string, value any, f
 			bad(field, strconv.Quote(h.Headers[name]), "tetherd sets this header itself, or it is hop-by-hop")
 		}
 	}
+}
+
+// changeStreamTypes names the registered backend types that can follow their
+// database's change stream.
+func changeStreamTypes() []string {
+	var out []string
+	for _, name := range BackendTypeNames() {
+		if t, _ := LookupBackendType(name); t.ChangeStream {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // isZero reports whether no http setting is given.
@@ -562,13 +576,4 @@ func validBackendName(name string) bool {
 		}
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

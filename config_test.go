@@ -84,7 +84,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"TinyFrames", func(c *tether.Config) { c.Server.MaxFrameBytes = 10 }, "server.max_frame_bytes", "10"},
 		{"BadLogLevel", func(c *tether.Config) { c.Log.Level = "loud" }, "log.level", "loud"},
 		{"NegativeCache", func(c *tether.Config) { c.Cache.MaxBytes = -1 }, "cache.max_bytes", "-1"},
-		{"ChangeStreamOnSQLite", func(c *tether.Config) { b := c.Backends["main"]; b.ChangeStream = true; c.Backends["main"] = b }, "backends.main.change_stream", "only a mysql (binary log) or postgres"},
+		{"ChangeStreamOnSQLite", func(c *tether.Config) { b := c.Backends["main"]; b.ChangeStream = true; c.Backends["main"] = b }, "backends.main.change_stream", "only a backend of type mysql or postgres"},
 		{"ChangeStreamWithoutCache", func(c *tether.Config) {
 			b := c.Backends["main"]
 			b.Type, b.DSN, b.ChangeStream = "mysql", "u:p@unix(/tmp/s)/db", true

@@ -26,6 +26,7 @@ func (s *Server) OnOpen(c *evloop.Conn, tcp bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ss := &session{conn: c, tcp: tcp, ctx: ctx, cancel: cancel, txs: map[uint64]*txState{}}
 	c.Context = ss
+	ss.identify()
 	s.onOpenLimits(ss)
 }
 
@@ -173,7 +174,7 @@ func (s *Server) serveFrameSafely(ss *session, payload []byte) (keep bool) {
 		if v := recover(); v != nil {
 			r := &ss.req
 			e := RecoverPanic(s.log, r.Backend, r.Op.String(), v)
-			s.observed(r.Op, r.Backend, r.SQL, e, time.Now())
+			s.observed(ss, r.Op, r.Backend, r.SQL, e, time.Now())
 			s.replyErrorNow(ss, r.ID, e)
 			keep = false
 		}
@@ -411,7 +412,7 @@ func (s *Server) recoverRequest(ss *session, r *wire.Request, backend string) {
 		return
 	}
 	e := RecoverPanic(s.log, backend, r.Op.String(), v)
-	s.observed(r.Op, backend, r.SQL, e, time.Now())
+	s.observed(ss, r.Op, backend, r.SQL, e, time.Now())
 	s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID}, e) })
 }
 
@@ -499,7 +500,7 @@ func (s *Server) runOp(ss *session, r *wire.Request, t target, deadline time.Tim
 	res, err := s.execute(ctx, t, nil, r)
 	err = classify(ctx, err)
 	cancel()
-	took := s.observed(r.Op, t.name, r.SQL, err, start)
+	took := s.observed(ss, r.Op, t.name, r.SQL, err, start)
 	s.noteWrite(t.name, r.Op, r.SQL)
 	s.logFailure(r, err)
 	s.reply(ss, func(buf []byte) []byte { return s.appendOutcome(buf, wire.Head{ID: r.ID, Took: took}, r, res, err) })
@@ -739,7 +740,7 @@ func (b *batch) done() {
 	defer s.release(b.gen)
 	defer s.unpend(b.ss)
 	b.cancel()
-	took := s.observed(wire.OpBatch, "", "", nil, b.start)
+	took := s.observed(nil, wire.OpBatch, "", "", nil, b.start)
 	s.reply(b.ss, func(buf []byte) []byte {
 		start := len(buf)
 		buf = wire.AppendBatchHead(buf, wire.Head{ID: b.id, Took: took}, len(b.out))

@@ -77,14 +77,19 @@ func (m *requestMetrics) addBackends(names []string) {
 }
 
 // observed counts a request in the metrics, keeps it among the recent errors
-// or the slowest statements when it is one (the status page), and, past
-// log.slow_statement, logs it. It returns the request's time, for its reply's
-// head. Safe from any goroutine.
-func (s *Server) observed(op wire.Op, backend, sql string, err error, start time.Time) time.Duration {
+// or the slowest statements when it is one (the status page, naming ss's
+// client; ss may be nil), and, past log.slow_statement, logs it. It returns
+// the request's time, for its reply's head. Safe from any goroutine.
+func (s *Server) observed(ss *session, op wire.Op, backend, sql string, err error, start time.Time) time.Duration {
 	d := s.metrics.observe(op, backend, err, start)
 	s.frequent.note(backend, sql, err, d)
 	if err != nil || d > time.Duration(s.recent.slowFloor.Load()) {
-		s.recent.note(op, backend, sql, err, start, d)
+		var client *ClientRef
+		if ss != nil {
+			c := ss.client // a copy: a pointer into ss would keep the whole session alive
+			client = &c
+		}
+		s.recent.note(op, backend, sql, client, err, start, d)
 	}
 	if slow := time.Duration(s.set.Load().slowNanos); slow > 0 && d >= slow {
 		if len(sql) > 1024 {
@@ -157,13 +162,15 @@ type Event struct {
 	Took    time.Duration `json:"took_ns"`
 	Code    string        `json:"code"`
 	Message string        `json:"message,omitempty"`
+	// Client: the connection it came from (nil for none: a batch's total).
+	Client *ClientRef `json:"client,omitempty"`
 }
 
-func (r *recent) note(op wire.Op, backend, sql string, err error, start time.Time, d time.Duration) {
+func (r *recent) note(op wire.Op, backend, sql string, client *ClientRef, err error, start time.Time, d time.Duration) {
 	if len(sql) > 512 {
 		sql = sql[:512] + "..."
 	}
-	ev := Event{At: start, Op: op.String(), Backend: backend, SQL: sql, Took: d, Code: "ok"}
+	ev := Event{At: start, Op: op.String(), Backend: backend, SQL: sql, Took: d, Code: "ok", Client: client}
 	if err != nil {
 		e := AsError(err)
 		ev.Code, ev.Message = string(e.Code), e.Error()

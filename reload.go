@@ -328,7 +328,7 @@ func (s *Server) poolSnapshots() (current, retiring []PoolSnapshot) {
 	}
 	for lb := range s.retiringSet {
 		st := lb.b.Stats()
-		retiring = append(retiring, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st, Retiring: true})
+		retiring = append(retiring, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st, Retiring: true, Limits: s.poolLimits(lb.cfg)})
 		total := since[lb.name]
 		total.addCounters(st)
 		since[lb.name] = total
@@ -337,7 +337,7 @@ func (s *Server) poolSnapshots() (current, retiring []PoolSnapshot) {
 	for _, lb := range s.backends() {
 		st := lb.b.Stats()
 		st.addCounters(since[lb.name])
-		current = append(current, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st})
+		current = append(current, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st, Limits: s.poolLimits(lb.cfg)})
 	}
 	return current, retiring
 }

@@ -10,10 +10,14 @@ import (
 	"github.com/tether-php/tether/wire"
 )
 
+// sessionSeq numbers client connections (ClientRef.Conn), from 1.
+var sessionSeq atomic.Uint64
+
 // session is the server's state for one client connection.
 type session struct {
 	conn   *evloop.Conn
 	tcp    bool
+	client ClientRef    // who it is, read once at open (identify)
 	authed bool         // loop goroutine only
 	req    wire.Request // decode scratch; loop goroutine only
 
@@ -63,4 +67,13 @@ func (ss *session) openTxs() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return len(ss.txs)
+}
+
+// identify numbers the connection and reads who is at its other end (the
+// process's pid and uid for a Unix socket, the address for TCP), once, so
+// that a request's errors can name their client from any goroutine. Loop
+// goroutine only, at open.
+func (ss *session) identify() {
+	pid, uid, addr := ss.conn.Peer()
+	ss.client = ClientRef{Conn: sessionSeq.Add(1), PID: pid, UID: uid, Addr: addr, TCP: ss.tcp}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/tether-php/tether/internal/resultcache"
@@ -74,6 +75,9 @@ type CacheSnapshot struct {
 type PoolSnapshot struct {
 	Backend string `json:"backend"`
 	Type    string `json:"type"`
+	// Limits: the settings the pool runs with (a reload that changes them
+	// shows here once its new pool serves).
+	Limits PoolLimits `json:"limits"`
 	// Stats: a current pool's counters count since tetherd started, those
 	// of the pools a reload replaced for its backend included; a retiring
 	// pool's are its own (already in its successor's).
@@ -85,6 +89,28 @@ type PoolSnapshot struct {
 	// transactions that began before, then closes. Listed after the
 	// current pools.
 	Retiring bool `json:"retiring,omitempty"`
+}
+
+// PoolLimits are the settings in force for one pool: its [backends.NAME]
+// table as tetherd last loaded it, and the server-wide tx_idle_timeout. A
+// type uses those that apply to it (docs/operations.md, "Pools and their
+// limits"): an http upstream, say, dials no min_conns ahead and keeps no
+// prepared statements.
+type PoolLimits struct {
+	MaxConns       int      `json:"max_conns"`
+	MinConns       int      `json:"min_conns"`
+	AcquireTimeout Duration `json:"acquire_timeout"` // the wait for a free connection before busy
+	ConnectTimeout Duration `json:"connect_timeout"`
+	IdleTimeout    Duration `json:"idle_timeout"`    // an idle connection past min_conns is closed after it
+	TxIdleTimeout  Duration `json:"tx_idle_timeout"` // server.tx_idle_timeout: an idle transaction is rolled back after it
+	StmtCacheSize  int      `json:"stmt_cache_size"` // prepared statements kept per connection
+}
+
+// poolLimits returns the limits a pool built from cfg runs with.
+func (s *Server) poolLimits(cfg BackendConfig) PoolLimits {
+	return PoolLimits{MaxConns: cfg.MaxConns, MinConns: cfg.MinConns, AcquireTimeout: cfg.AcquireTimeout,
+		ConnectTimeout: cfg.ConnectTimeout, IdleTimeout: cfg.IdleTimeout, TxIdleTimeout: s.cfg.Server.TxIdleTimeout,
+		StmtCacheSize: cfg.StmtCacheSize}
 }
 
 // Snapshot returns the server's state now. Safe from any goroutine.
@@ -121,9 +147,38 @@ func (s *Server) Snapshot() Snapshot {
 	return snap
 }
 
+// ClientRef names the client connection a request came from, in the recent
+// errors and the slowest requests: tetherd's number for the connection (the
+// CONN of tether clients), and who was at its other end when it connected.
+type ClientRef struct {
+	Conn uint64 `json:"conn"`
+	// PID and UID of the process at the other end of a Unix socket
+	// (SO_PEERCRED: a php-fpm worker, an installer's php process); Addr of
+	// a TCP client.
+	PID  int    `json:"pid,omitempty"`
+	UID  int    `json:"uid"`
+	Addr string `json:"addr,omitempty"`
+	TCP  bool   `json:"tcp"`
+}
+
+// String describes the client for a person: "pid 1234 uid 33, conn 7".
+func (c ClientRef) String() string {
+	var who string
+	switch {
+	case c.Addr != "":
+		who = c.Addr
+	case c.PID > 0:
+		who = "pid " + strconv.Itoa(c.PID) + " uid " + strconv.Itoa(c.UID)
+	default:
+		who = "unknown peer"
+	}
+	return who + ", conn " + strconv.FormatUint(c.Conn, 10)
+}
+
 // ClientSnapshot is one client connection, as `tether clients` lists it
 // (PgBouncer's SHOW CLIENTS).
 type ClientSnapshot struct {
+	Conn uint64 `json:"conn"` // tetherd's number for it (ClientRef.Conn)
 	// PID and UID of the process at the other end of a Unix socket (a
 	// php-fpm worker, say); Addr of a TCP client.
 	PID          int       `json:"pid,omitempty"`
@@ -149,7 +204,7 @@ func (s *Server) Clients(ctx context.Context) ([]ClientSnapshot, error) {
 		list := make([]ClientSnapshot, 0, min(len(s.sessions), maxClientsListed))
 		for ss := range s.sessions {
 			pid, uid, addr := ss.conn.Peer()
-			list = append(list, ClientSnapshot{PID: pid, UID: uid, Addr: addr, TCP: ss.tcp,
+			list = append(list, ClientSnapshot{Conn: ss.client.Conn, PID: pid, UID: uid, Addr: addr, TCP: ss.tcp,
 				Connected: time.Unix(0, ss.opened), LastActive: time.Unix(0, ss.lastActive), Requests: ss.served,
 				InFlight: int(ss.pending.Load()), Transactions: ss.openTxs()})
 		}

@@ -126,7 +126,7 @@ func (s *Server) callDone(q *loopsql.Request) {
 		}
 	}
 	s.logSQLFailure(c.op, c.be, q.Err)
-	c.h.Took = s.observed(c.op, c.be, c.q.SQL, q.Err, c.start)
+	c.h.Took = s.observed(c.ss, c.op, c.be, c.q.SQL, q.Err, c.start)
 	if c.enc != nil {
 		c.enc.SetTook(c.h.Took)
 	}

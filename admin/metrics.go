@@ -21,6 +21,7 @@ type collector struct {
 	requests, duration                                          *prometheus.Desc
 	poolDials, poolDialErrors, poolCancels, poolsRetiring       *prometheus.Desc
 	rollbacks, loopBusy, loopTurns, panics                      *prometheus.Desc
+	poolMaxConns                                                *prometheus.Desc
 }
 
 // panicSource is a Source that counts the panics it recovered from.
@@ -61,6 +62,7 @@ func newCollector(src Source) *collector {
 		poolDialErrors:     d("pool_dial_errors_total", "Backend connections that could not be opened.", "backend"),
 		poolCancels:        d("pool_cancels_total", "Statements cancelled on the backend (their deadline passed, or their client went away).", "backend"),
 		poolsRetiring:      d("pools_retiring", "Pools a reload replaced or removed that still serve what began before it."),
+		poolMaxConns:       d("pool_max_connections", "A pool's max_conns in force (in use against it: tether_pool_connections).", "backend"),
 		rollbacks:          d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
 		loopBusy:           d("event_loop_busy_seconds_total", "Time the event loop spent serving events rather than waiting for them; its rate near 1 is a loop at saturation."),
 		loopTurns:          d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
@@ -74,7 +76,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
 		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
 		c.cacheBytes, c.cacheEntries, c.requests, c.duration, c.poolDials, c.poolDialErrors, c.poolCancels,
-		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns, c.panics} {
+		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns, c.panics, c.poolMaxConns} {
 		ch <- d
 	}
 }
@@ -111,6 +113,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.poolConns, float64(p.Stats.Idle), p.Backend, p.Type, "idle")
 		counter(c.poolWaits, float64(p.Stats.Waiting), p.Backend)
 		counter(c.poolResets, float64(p.Stats.Resets), p.Backend)
+		gauge(c.poolMaxConns, float64(p.Limits.MaxConns), p.Backend)
 		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
 			gauge(c.cacheByTable, b2f(p.CacheByTable), p.Backend)
 		}

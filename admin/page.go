@@ -84,7 +84,7 @@ th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:to
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .state-ready{color:#1a7f37}.state-draining,.state-starting{color:#b35900}
 code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
-.grid{display:flex;gap:2em;flex-wrap:wrap}
+.grid{display:flex;gap:2em;flex-wrap:wrap}.client{white-space:nowrap}
 </style></head><body>
 <h1>tetherd <span class="state-{{.State}}">{{.State}}</span></h1>
 <div class="muted">version {{.Version}}{{if .Uptime}} · up {{.Uptime}}{{end}} · {{.Now}} · reloads every 5 s</div>
@@ -103,8 +103,8 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <tr><th>evicted / expired</th><td class="n">{{.Evictions}} / {{.Expired}}</td></tr>
 </table>{{else}}<p>off</p>{{end}}</div>
 </div>
-<h2>Pools</h2><table id="pools"><tr><th>backend</th><th>type</th><th>open</th><th>in use</th><th>idle</th><th>waits</th><th>resets</th><th>cache by table</th></tr>
-{{range .Pools}}<tr><td>{{.Backend}}</td><td>{{.Type}}</td><td class="n">{{.Stats.Open}}</td><td class="n">{{.Stats.InUse}}</td><td class="n">{{.Stats.Idle}}</td><td class="n">{{.Stats.Waiting}}</td><td class="n">{{.Stats.Resets}}</td><td>{{if .CacheByTable}}yes{{else}}-{{end}}</td></tr>
+<h2>Pools</h2><table id="pools"><tr><th>backend</th><th>type</th><th>open</th><th>in use</th><th>idle</th><th>waits</th><th>resets</th><th>cache by table</th><th>max conns</th><th>min conns</th><th>acquire timeout</th><th>idle timeout</th><th>tx idle timeout</th><th>statement cache</th></tr>
+{{range .Pools}}<tr><td>{{.Backend}}{{if .Retiring}} <span class="muted">(retiring)</span>{{end}}</td><td>{{.Type}}</td><td class="n">{{.Stats.Open}}</td><td class="n">{{.Stats.InUse}}</td><td class="n">{{.Stats.Idle}}</td><td class="n">{{.Stats.Waiting}}</td><td class="n">{{.Stats.Resets}}</td><td>{{if .CacheByTable}}yes{{else}}-{{end}}</td><td class="n max-conns">{{.Limits.MaxConns}}</td><td class="n">{{.Limits.MinConns}}</td><td class="n">{{.Limits.AcquireTimeout}}</td><td class="n">{{.Limits.IdleTimeout}}</td><td class="n">{{.Limits.TxIdleTimeout}}</td><td class="n">{{.Limits.StmtCacheSize}}</td></tr>
 {{end}}</table>
 <h2>Most frequent operations</h2>{{if .Requests}}<table id="requests"><tr><th>operation</th><th>backend</th><th>requests</th><th>errors</th><th>mean</th></tr>
 {{range .Requests}}<tr><td>{{.Op}}</td><td>{{.Backend}}</td><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{.MeanMS}}</td></tr>
@@ -112,11 +112,11 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <h2>Most frequent statements</h2>{{if .Frequent}}<table id="frequent"><tr><th>runs (est.)</th><th>errors (est.)</th><th>mean</th><th>backend</th><th>SQL</th></tr>
 {{range .Frequent}}<tr><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{secs .MeanSeconds}}</td><td>{{.Backend}}</td><td><code>{{.SQL}}</code></td></tr>
 {{end}}</table><p class="muted">Estimated from one statement in 16.</p>{{else}}<p class="muted">none yet</p>{{end}}
-<h2>Slowest statements</h2>{{if .Slowest}}<table id="slowest"><tr><th>took</th><th>when</th><th>operation</th><th>backend</th><th>result</th><th>SQL</th></tr>
-{{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td></tr>
+<h2>Slowest statements</h2>{{if .Slowest}}<table id="slowest"><tr><th>took</th><th>when</th><th>operation</th><th>backend</th><th>result</th><th>SQL</th><th>client</th></tr>
+{{range .Slowest}}<tr><td class="n">{{ms .Took}}</td><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td><code>{{.SQL}}</code></td><td class="client">{{with .Client}}{{.}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none yet</p>{{end}}
-<h2>Recent errors</h2>{{if .RecentErrors}}<table id="errors"><tr><th>when</th><th>operation</th><th>backend</th><th>code</th><th>message</th><th>SQL</th></tr>
-{{range .RecentErrors}}<tr><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td>{{.Message}}</td><td><code>{{.SQL}}</code></td></tr>
+<h2>Recent errors</h2>{{if .RecentErrors}}<table id="errors"><tr><th>when</th><th>operation</th><th>backend</th><th>code</th><th>message</th><th>SQL</th><th>client</th></tr>
+{{range .RecentErrors}}<tr><td>{{when .At}}</td><td>{{.Op}}</td><td>{{.Backend}}</td><td>{{.Code}}</td><td>{{.Message}}</td><td><code>{{.SQL}}</code></td><td class="client">{{with .Client}}{{.}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none</p>{{end}}
 </body></html>
 `))

@@ -8,7 +8,8 @@
 //	tether [flags] stats           the result cache's counters
 //	tether [flags] ping            a round trip on the PHP socket, and /readyz
 //	tether [flags] query [-backend NAME] SQL [PARAM...]
-//	tether check CONFIG            validate a config file
+//	tether check [--connect] CONFIG validate a config file and build its backends;
+//	                               --connect also logs in to each
 //
 // Human tables by default; -json prints what the admin API answers (status,
 // pools, stats) or the reply (query).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
+	_ "github.com/tether-php/tether/backend/all" // tether check builds backends
 	"github.com/tether-php/tether/wire"
 )
 
@@ -39,7 +40,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for tetherd (reload: 30s, upgrade: 90s unless set)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|clients|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check CONFIG\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: tether [flags] status|pools|clients|stats|reload|upgrade|ping|query [-backend NAME] SQL [PARAM...]\n       tether check [--connect] CONFIG\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +52,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
 	if cmd == "check" {
-		return m.check(rest)
+		return m.check(ctx, rest)
 	}
 	cfg := tether.DefaultConfig()
 	if *configPath != "" {
@@ -123,18 +124,44 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
-func (m *Main) check(args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: tether check CONFIG")
+// check is `tether check [--connect] CONFIG`: tetherd -check's validation
+// (the config, then every backend built: each DSN and option parsed, each
+// file read) and with --connect a login to each backend. It prints a line
+// per backend and fails naming each backend that failed and why.
+func (m *Main) check(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tether check", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	connect := fs.Bool("connect", false, "also log in to each backend (one connection each, closed at once)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tether check [--connect] CONFIG\n\n")
+		fs.PrintDefaults()
 	}
-	cfg, err := tether.ReadConfigFile(args[0])
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	if fs.NArg() > 1 { // flags after the file: tether check CONFIG --connect
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+	} else {
+		fs.Parse(nil)
+	}
+	if path == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return errors.New("usage: tether check [--connect] CONFIG")
+	}
+	cfg, err := tether.ReadConfigFile(path)
 	if err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "%s: config ok (%d backends)\n", args[0], len(cfg.Backends))
+	if err := tether.WriteBackendChecks(m.Stdout, tether.CheckBackends(ctx, &cfg, *connect), *connect); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(m.Stdout, "%s: config ok (%d backends)\n", path, len(cfg.Backends))
 	return nil
 }
 
@@ -294,7 +321,7 @@ func (m *Main) printStatus(s tether.Snapshot) {
 
 func (m *Main) printPools(s tether.Snapshot) {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\t")
+	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\tMAX\tMIN\tACQUIRE\tIDLE TIMEOUT\tTX IDLE\tSTMT CACHE\t")
 	for _, p := range s.Pools {
 		byTable := "-"
 		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
@@ -304,8 +331,9 @@ func (m *Main) printPools(s tether.Snapshot) {
 		if p.Retiring {
 			name += " (retiring)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
-			p.Stats.Waiting, p.Stats.Resets, byTable)
+		l := p.Limits
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t\n", name, p.Type, p.Stats.Open, p.Stats.InUse, p.Stats.Idle,
+			p.Stats.Waiting, p.Stats.Resets, byTable, l.MaxConns, l.MinConns, l.AcquireTimeout, l.IdleTimeout, l.TxIdleTimeout, l.StmtCacheSize)
 	}
 	tw.Flush()
 }
@@ -328,14 +356,14 @@ func (m *Main) clients(ctx context.Context, socket string, asJSON bool) error {
 		return fmt.Errorf("/clients.json: %w", err)
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tCONNECTED\tIDLE\tREQUESTS\tIN FLIGHT\tTX\t")
+	fmt.Fprintln(tw, "CONN\tPEER\tCONNECTED\tIDLE\tREQUESTS\tIN FLIGHT\tTX\t")
 	now := time.Now()
 	for _, c := range list {
 		peer := c.Addr
 		if !c.TCP {
 			peer = fmt.Sprintf("pid %d (uid %d)", c.PID, c.UID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", peer, now.Sub(c.Connected).Round(time.Second),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t\n", c.Conn, peer, now.Sub(c.Connected).Round(time.Second),
 			now.Sub(c.LastActive).Round(time.Second), c.Requests, c.InFlight, c.Transactions)
 	}
 	fmt.Fprintf(tw, "%d clients\n", len(list))

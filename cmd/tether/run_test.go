@@ -152,3 +152,96 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check bad: %v", err)
 	}
 }
+
+// TestCheck_Backends: check builds every backend (a malformed DSN fails,
+// naming the backend), and --connect logs in to each (a wrong password fails,
+// with the server's answer).
+func TestCheck_Backends(t *testing.T) {
+	dir := t.TempDir()
+	malformed := filepath.Join(dir, "malformed.toml")
+	os.WriteFile(malformed, []byte("[backends.main]\ntype = \"mysql\"\ndsn = \"app:pw@tcp(localhost:3306/app\"\n"), 0o644)
+	if out, err := run(t, "check", malformed); err == nil || !strings.Contains(out, "backends.main (mysql)") || !strings.Contains(out, "dsn") {
+		t.Errorf("check of a malformed DSN: %v\n%s", err, out)
+	}
+	pg := os.Getenv("TETHER_TEST_POSTGRES_DSN")
+	if pg == "" {
+		if os.Getenv("TETHER_REQUIRE_BACKENDS") == "1" {
+			t.Fatal("TETHER_TEST_POSTGRES_DSN is not set and TETHER_REQUIRE_BACKENDS=1")
+		}
+		t.Skip("TETHER_TEST_POSTGRES_DSN is not set")
+	}
+	wrong := filepath.Join(dir, "wrong.toml")
+	os.WriteFile(wrong, []byte("[backends.main]\ntype = \"postgres\"\ndsn = '"+pg+" password=not-the-password'\n"), 0o644)
+	if out, err := run(t, "check", wrong); err != nil {
+		t.Errorf("check without --connect connects nothing: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"check", "--connect", wrong}, {"check", wrong, "--connect"}} {
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(out, "FAIL backends.main (postgres)") || !strings.Contains(out, "password authentication failed") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestPools_Limits: tether pools shows each pool's limits in force, the new
+// max_conns once a reload changed it.
+func TestPools_Limits(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tether.DefaultConfig()
+	cfg.Server.Socket = filepath.Join(dir, "t.sock")
+	cfg.Admin.Socket = filepath.Join(dir, "admin.sock")
+	bc := tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "t.db"))
+	bc.MaxConns = 5
+	cfg.Backends = map[string]tether.BackendConfig{"main": bc}
+	b, err := tether.NewBackend("main", bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := tether.NewServer(cfg, map[string]tether.Backend{"main": b}, nil)
+	if err := srv.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	l, err := admin.Listen(cfg.Admin, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l.Close(ctx)
+		srv.Shutdown(ctx)
+	})
+	// column returns the value of column col in the row of backend main.
+	column := func(col string) string {
+		t.Helper()
+		out, err := run(t, "-admin", cfg.Admin.Socket, "pools")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		at := strings.Index(lines[0], col)
+		for _, line := range lines[1:] {
+			if strings.HasPrefix(line, "main ") && at >= 0 && at < len(line) {
+				return strings.Fields(line[at:])[0]
+			}
+		}
+		t.Fatalf("no column %s for main in\n%s", col, out)
+		return ""
+	}
+	if got := column("MAX"); got != "5" {
+		t.Fatalf("MAX %s, want 5", got)
+	}
+	if got := column("ACQUIRE"); got != "1s" {
+		t.Fatalf("ACQUIRE %s, want 1s", got)
+	}
+	next := cfg
+	bc.MaxConns = 3
+	next.Backends = map[string]tether.BackendConfig{"main": bc}
+	if _, err := srv.Reload(context.Background(), next, tether.NewBackend); err != nil {
+		t.Fatal(err)
+	}
+	if got := column("MAX"); got != "3" {
+		t.Fatalf("after a reload to max_conns 3, MAX %s", got)
+	}
+}

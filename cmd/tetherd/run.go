@@ -45,17 +45,30 @@ const upgradeTimeout = 60 * time.Second
 // Run parses args, loads the config (the embedded default when none is
 // given), opens the backends, serves until SIGTERM or SIGINT, then drains
 // within the configured grace period. A second signal exits at once.
-func (m *Main) Run(ctx context.Context, args []string) error {
+//
+// With -check it validates the config and builds every backend (each DSN
+// and option parsed, each file read, nothing connected), prints what it found
+// and exits; with -check -connect it also logs in to each backend. Either
+// returns an error naming every backend that failed.
+//
+// An error that ends a run once the log is set up (a backend refusing the
+// login at start, a socket in use) is also logged, at error level, to
+// log.file when one is configured: main prints it to standard error too.
+func (m *Main) Run(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("tetherd", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	configPath := fs.String("config", "", "path of the TOML config file; none runs the embedded default (SQLite at ./var/tether.db, socket ./var/tether.sock)")
-	check := fs.Bool("check", false, "validate the config and exit")
+	check := fs.Bool("check", false, "validate the config and build every backend (parse each DSN and option, read TLS files; connect nothing), then exit")
+	connect := fs.Bool("connect", false, "with -check: also log in to each backend, and say which failed and why")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tetherd [-config FILE] [-check]\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: tetherd [-config FILE] [-check [-connect]]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *connect && !*check {
+		return errors.New("-connect goes with -check: tetherd -check -connect")
 	}
 
 	cfg := tether.DefaultConfig()
@@ -66,11 +79,13 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		if !*check {
+			logToFile(cfg.Log, "start failed: invalid config", err)
+		}
 		return err
 	}
 	if *check {
-		fmt.Fprintln(m.Stdout, "config ok")
-		return nil
+		return checkBackends(ctx, m.Stdout, &cfg, *connect)
 	}
 	logOut := io.Writer(m.Stderr)
 	var logFile *reopenFile
@@ -86,6 +101,21 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	level.UnmarshalText([]byte(cfg.Log.Level))
 	log := newLogger(logOut, cfg.Log, level)
 	slog.SetDefault(log) // backends log through it too
+	isReady := false
+	if logFile != nil {
+		// Where the operator looks: the PHP side only sees that tetherd is
+		// not there, and standard error may go nowhere anyone reads.
+		defer func() {
+			if err == nil {
+				return
+			}
+			if isReady {
+				log.Error("tetherd exits on an error", "err", err)
+			} else {
+				log.Error("start failed", "err", err)
+			}
+		}()
+	}
 	if *configPath == "" {
 		log.Info("no -config given: running the embedded default", "sqlite", tether.DefaultSQLitePath, "socket", cfg.Server.AbsSocket())
 	}
@@ -124,7 +154,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		}
 	}
 
-	backends, err := newBackends(cfg)
+	backends, err := cfg.NewBackends()
 	if err != nil {
 		return err
 	}
@@ -161,6 +191,16 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		adm.Close(actx)
 		cancel()
 	}()
+	pid, err := preparePIDFile(cfg.Server.PIDFile)
+	if err != nil {
+		shutdownNow(srv)
+		return err
+	}
+	defer func() {
+		if !handedOff { // else the file is the new process's
+			pid.remove()
+		}
+	}()
 	if upg != nil {
 		// The parent, if any, hands its clients over from here on.
 		if err := upg.Ready(); err != nil {
@@ -172,8 +212,14 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	// systemd (Type=notify, NotifyAccess=all): ready, and after an upgrade
 	// this process is the service's main one.
 	daemon.SdNotify(false, fmt.Sprintf("READY=1\nMAINPID=%d", os.Getpid()))
+	isReady = true
+	if err := pid.commit(); err != nil {
+		// The sockets may be this process's alone by now (an upgrade's
+		// parent is handing over): serve on, without a pid file.
+		log.Error("write the pid file; serving without one", "err", err)
+	}
 	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0),
-		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen)
+		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen, "pid_file", cfg.Server.PIDFile)
 
 	sigs := m.Signals
 	if sigs == nil {
@@ -199,6 +245,9 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		defer cancel()
 		if err := srv.HandOver(hctx); err != nil {
 			return err
+		}
+		if !pid.handedOver(2 * time.Second) {
+			log.Warn("the new process has not written its pid to the pid file", "pid_file", cfg.Server.PIDFile)
 		}
 		log.Info("stopped after the upgrade")
 		return nil
@@ -399,7 +448,7 @@ func (c *control) Reload(ctx context.Context) (tether.ReloadReport, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, reloadOpenTimeout)
 	defer cancel()
-	rep, err := c.srv.Reload(ctx, cfg, newBackend)
+	rep, err := c.srv.Reload(ctx, cfg, tether.NewBackend)
 	if err != nil {
 		return rep, err
 	}
@@ -477,4 +526,35 @@ func (r *reopenFile) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.f.Close()
+}
+
+// checkBackends is -check: it builds every backend of cfg (and with connect
+// opens each), prints one line per backend to w, and returns an error naming
+// each that failed.
+func checkBackends(ctx context.Context, w io.Writer, cfg *tether.Config, connect bool) error {
+	checks := tether.CheckBackends(ctx, cfg, connect)
+	if err := tether.WriteBackendChecks(w, checks, connect); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "config ok")
+	return nil
+}
+
+// logToFile records a start failure found before the logger exists (an
+// invalid config) in the log file the config names, if any and if it can:
+// where the operator looks, besides standard error.
+func logToFile(c tether.LogConfig, msg string, err error) {
+	if c.File == "" {
+		return
+	}
+	f, ferr := os.OpenFile(c.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if ferr != nil {
+		return
+	}
+	defer f.Close()
+	if c.Format != "json" {
+		c.Format = "text"
+	}
+	level := new(slog.LevelVar)
+	newLogger(f, c, level).Error(msg, "err", err)
 }

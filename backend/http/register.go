@@ -1,0 +1,19 @@
+package httpup
+
+import tether "github.com/tether-php/tether"
+
+// Type is the http backend type, registered with tether at init: the config's
+// type = "http" builds one with New.
+var Type = tether.BackendType{Name: "http", New: newBackend, HTTP: true, LazyOpen: true}
+
+func init() { tether.RegisterBackendType(Type) }
+
+// newBackend is New as a BackendType's constructor (a nil *Upstream must not
+// become a non-nil tether.Backend).
+func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
+	b, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
