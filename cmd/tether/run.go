@@ -11,13 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	tether "github.com/tether-php/tether"
-	_ "github.com/tether-php/tether/backend/all" // tether check builds backends
 	"github.com/tether-php/tether/wire"
 )
 
@@ -124,16 +125,21 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
-// check is `tether check [--connect] CONFIG`: tetherd -check's validation
-// (the config, then every backend built: each DSN and option parsed, each
-// file read) and with --connect a login to each backend. It prints a line
-// per backend and fails naming each backend that failed and why.
+// check is `tether check [--connect] CONFIG`: it runs `tetherd -check
+// [-connect] -config CONFIG`, which validates the config, builds every backend
+// (each DSN and option parsed, each file read) and with -connect logs in to
+// each, printing a line per backend. The backends are tetherd's to build:
+// this tool links none of them (SQLite's driver needs cgo, and all six would
+// make a small admin tool seven times its size), so it finds the tetherd
+// binary: -tetherd, else $TETHERD, else the tetherd beside this binary, else
+// the one on PATH. It fails when tetherd -check fails, or cannot be run.
 func (m *Main) check(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tether check", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	connect := fs.Bool("connect", false, "also log in to each backend (one connection each, closed at once)")
+	tetherd := fs.String("tetherd", "", "the tetherd binary to check with (default: $TETHERD, else beside tether, else on PATH)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tether check [--connect] CONFIG\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: tether check [--connect] [--tetherd PATH] CONFIG\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -151,18 +157,43 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errors.New("usage: tether check [--connect] CONFIG")
 	}
-	cfg, err := tether.ReadConfigFile(path)
+	bin, err := findTetherd(*tetherd)
 	if err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
+	argv := []string{"-check"}
+	if *connect {
+		argv = append(argv, "-connect")
 	}
-	if err := tether.WriteBackendChecks(m.Stdout, tether.CheckBackends(ctx, &cfg, *connect), *connect); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	cmd := exec.CommandContext(ctx, bin, append(argv, "-config", path)...)
+	cmd.Stdout, cmd.Stderr = m.Stdout, m.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("check %s: %s %s: %w", path, bin, strings.Join(argv, " "), err)
 	}
-	fmt.Fprintf(m.Stdout, "%s: config ok (%d backends)\n", path, len(cfg.Backends))
+	fmt.Fprintf(m.Stdout, "%s: config ok\n", path)
 	return nil
+}
+
+// findTetherd returns the tetherd binary tether check runs: flag, else
+// $TETHERD, else a tetherd beside this binary, else one on PATH.
+func findTetherd(flagPath string) (string, error) {
+	if flagPath != "" {
+		return flagPath, nil
+	}
+	if p := os.Getenv("TETHERD"); p != "" {
+		return p, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), "tetherd")
+		if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
+	p, err := exec.LookPath("tetherd")
+	if err != nil {
+		return "", fmt.Errorf("find tetherd for tether check (give -tetherd PATH or set TETHERD): %w", err)
+	}
+	return p, nil
 }
 
 // adminClient is an HTTP client whose every request goes to the admin socket.

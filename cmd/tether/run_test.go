@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,18 +140,56 @@ func TestCLI(t *testing.T) {
 	}
 }
 
-// TestCheck validates config files.
+// tetherdOnce builds cmd/tetherd once for the tests of tether check, which
+// runs it.
+var tetherdOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// tetherdBinary returns a tetherd built from this tree.
+func tetherdBinary(t *testing.T) string {
+	t.Helper()
+	tetherdOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tether-check-")
+		if err != nil {
+			tetherdOnce.err = err
+			return
+		}
+		tetherdOnce.path = filepath.Join(dir, "tetherd")
+		out, err := exec.Command("go", "build", "-o", tetherdOnce.path, "../tetherd").CombinedOutput()
+		if err != nil {
+			tetherdOnce.err = fmt.Errorf("go build tetherd: %v\n%s", err, out)
+		}
+	})
+	if tetherdOnce.err != nil {
+		t.Fatal(tetherdOnce.err)
+	}
+	return tetherdOnce.path
+}
+
+// TestCheck validates config files through tetherd -check.
 func TestCheck(t *testing.T) {
+	bin := tetherdBinary(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.toml")
-	os.WriteFile(good, []byte("[backends.main]\ntype = \"sqlite\"\ndsn = \"x.db\"\n"), 0o644)
-	if out, err := run(t, "check", good); err != nil || !strings.Contains(out, "config ok") {
+	os.WriteFile(good, []byte("[backends.main]\ntype = \"sqlite\"\ndsn = \""+filepath.Join(dir, "x.db")+"\"\n"), 0o644)
+	if out, err := run(t, "check", "-tetherd", bin, good); err != nil || !strings.Contains(out, "config ok") {
 		t.Errorf("check good: %v %s", err, out)
 	}
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[backends.main]\ntype = \"oracle\"\ndsn = \"x\"\n"), 0o644)
-	if _, err := run(t, "check", bad); err == nil || !strings.Contains(err.Error(), "backends.main.type") {
-		t.Errorf("check bad: %v", err)
+	if out, err := run(t, "check", "-tetherd", bin, bad); err == nil || !strings.Contains(out, "backends.main.type") {
+		t.Errorf("check bad: %v\n%s", err, out)
+	}
+	t.Setenv("TETHERD", bin) // found without the flag
+	if out, err := run(t, "check", good); err != nil || !strings.Contains(out, "config ok") {
+		t.Errorf("check good with $TETHERD: %v %s", err, out)
+	}
+	t.Setenv("TETHERD", filepath.Join(dir, "no-such-tetherd"))
+	if out, err := run(t, "check", good); err == nil {
+		t.Errorf("check with a missing tetherd passed:\n%s", out)
 	}
 }
 
@@ -157,6 +197,7 @@ func TestCheck(t *testing.T) {
 // naming the backend), and --connect logs in to each (a wrong password fails,
 // with the server's answer).
 func TestCheck_Backends(t *testing.T) {
+	t.Setenv("TETHERD", tetherdBinary(t))
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "malformed.toml")
 	os.WriteFile(malformed, []byte("[backends.main]\ntype = \"mysql\"\ndsn = \"app:pw@tcp(localhost:3306/app\"\n"), 0o644)
