@@ -758,8 +758,10 @@ final class Client
     /**
      * close ends what this client holds on tetherd, at once, as closing a native database connection does:
      *  1. every transaction this client began and left open is rolled back (a `rollback` round trip, so its locks
-     *     are free when close() returns; if that fails, the socket is dropped, and tetherd rolls back the
-     *     transactions of a closed socket);
+     *     are free when close() returns). If tetherd answers that rollback with an error (unknown_tx, internal,
+     *     timeout, ...), close() carries on: the socket is sound and may hold other Clients' transactions, so it is
+     *     never dropped for that. Only if no answer comes (the socket broke) is the socket dropped, and tetherd
+     *     rolls back the transactions of a closed socket;
      *  2. a non-persistent socket is closed (tetherd forgets its session settings with it). A persistent socket
      *     stays open: it is shared by every Client of this process on the same address and by the worker's next
      *     PHP requests, so closing it would end the other clients' transactions; it holds no transaction of this
@@ -784,7 +786,13 @@ final class Client
             }
             try {
                 $tx->rollback();
+            } catch (ServerException) {
+                // unknown_tx, internal, timeout, ...: tetherd answered, so the socket is sound. It may be shared
+                // (persistent) with other Clients whose transactions it holds: never dropped here. What is left of
+                // this transaction on the server ends with the socket or at tx_idle_timeout.
             } catch (\Throwable) {
+                // No answer (CommunicationException, UnknownOutcomeException): the socket is broken or out of step
+                // (as StreamConnection::release() does: dropped; tetherd rolls back what a closed socket held).
                 $this->connection->close();
                 break;
             }

@@ -400,6 +400,34 @@ final class ClientTest extends FakeServerTestCase
         self::assertSame(['begin', 'rollback'], array_column(self::maps($server), 'op'));
     }
 
+    /**
+     * A rollback that tetherd answers with an error (here unknown_tx) leaves the socket sound: close() carries on
+     * and never drops the shared persistent socket, which holds another Client's transaction.
+     */
+    public function testCloseKeepsTheSharedSocketWhenARollbackAnswersAnError(): void
+    {
+        $server = $this->serve([[
+            ['recv'], ['reply', ['tx' => 3]],
+            ['recv'], ['reply', ['tx' => 4]],
+            ['recv'], ['reply', ['error' => ['code' => 'unknown_tx', 'message' => 'no transaction 3', 'retry' => false]]],
+            ['recv'], ['reply', ['affected' => 1, 'insert_id' => 0]],
+            ['recv'], ['reply', []],
+        ]]);
+        $mine = $this->client($server);
+        $other = $this->client($server);
+        $myTx = $mine->begin();
+        $otherTx = $other->begin();
+
+        $mine->close();
+
+        self::assertFalse($myTx->isOpen());
+        self::assertTrue($otherTx->isOpen(), "the other client's transaction was lost with the socket");
+        self::assertSame(1, $otherTx->execute('UPDATE t SET a = 1')->affectedRows);
+        $otherTx->commit();
+        self::assertSame(1, $server->count('accept'));
+        self::assertSame(['begin', 'begin', 'rollback', 'exec', 'commit'], array_column(self::maps($server), 'op'));
+    }
+
     public function testTcpSendsHelloWithTheTokenFirst(): void
     {
         $server = $this->serve([[['recv'], ['reply', ['server' => 'tetherd', 'protocol' => 1]], ['recv'], ['reply', []]]], 'tcp');
