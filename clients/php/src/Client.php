@@ -15,6 +15,7 @@ use Tether\Exception\TetherException;
 use Tether\Protocol\Reply;
 use Tether\Protocol\Request;
 use Tether\Server\ServerException;
+use Tether\Sql\SqlText;
 
 /**
  * Client runs SQL on the backends of a tetherd daemon over one local socket, reads and writes rows by primary
@@ -557,6 +558,57 @@ final class Client
             $this->timeout,
             $this->maxFrameBytes,
         )) ?? throw $this->connection->malformedReply('check_and_mutate')) > 0;
+    }
+
+    /**
+     * noBackslashEscapes tells whether the session sql_mode of $backend (MySQL/MariaDB) has NO_BACKSLASH_ESCAPES,
+     * so that a value is escaped into a string literal the way the server will read it (Sql\SqlText::quote(),
+     * escapeMySql()). The answer is kept ONCE per socket and backend, shared by every Client of this process on the
+     * same socket; it is read again (a round trip) after any of them sends a statement that may set sql_mode
+     * (Sql\SqlText::setsSqlMode()), and after the socket is dropped and reopened (tetherd forgets the session
+     * settings of a closed socket, e.g. on a broken connection or an upgrade handover).
+     *
+     * To read it, the mode the session has now is first made this socket's own (`SET SESSION sql_mode =
+     * @@SESSION.sql_mode`: tetherd then applies it to whichever pooled connection runs the next statement, so a
+     * pooled connection opened under another global sql_mode cannot read literals otherwise than they were
+     * escaped for), then read back. Inside a transaction pass it as $tx: the two statements run in it.
+     *
+     * @param string|null      $backend the backend ($tx's when $tx is given); null: the client's default
+     * @throws ServerException|CommunicationException the mode could not be read (e.g. not a MySQL backend)
+     */
+    public function noBackslashEscapes(?string $backend = null, ?Transaction $tx = null): bool
+    {
+        $key = $backend ?? $this->backend ?? '';
+        $known = $this->connection->knownNoBackslashEscapes($key);
+        if ($known !== null) {
+            return $known;
+        }
+        $pin = 'SET SESSION sql_mode = @@SESSION.sql_mode';
+        $read = 'SELECT @@SESSION.sql_mode AS sql_mode';
+        if ($tx !== null) {
+            $tx->execute($pin);
+            $epoch = $this->connection->epoch();
+            $row = $tx->queryOne($read);
+        } else {
+            $this->execute($pin, [], $backend);
+            $epoch = $this->connection->epoch();
+            $row = $this->queryOne($read, [], $backend);
+        }
+        $on = SqlText::noBackslashEscapes((string) ($row['sql_mode'] ?? ''));
+        // Kept only if the socket that holds the pinned mode is still the one in use.
+        $this->connection->noteNoBackslashEscapes($key, $on, $epoch);
+
+        return $on;
+    }
+
+    /**
+     * sqlModeSet records, for noBackslashEscapes(), the sql_mode this client has just given the session of $backend
+     * by a `SET SESSION sql_mode = '...'` that succeeded (tetherd keeps it for the socket), so that no round trip
+     * reads it back. Say it only right after that statement's success, with the literal it set.
+     */
+    public function sqlModeSet(string $sqlMode, ?string $backend = null): void
+    {
+        $this->connection->noteNoBackslashEscapes($backend ?? $this->backend ?? '', SqlText::noBackslashEscapes($sqlMode), $this->connection->epoch());
     }
 
     /**
