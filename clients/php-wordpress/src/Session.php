@@ -215,10 +215,13 @@ final class Session
 
     /**
      * transactionControl runs a statement that controls the transaction by its text (Tether\Sql\SqlText's
-     * detection, shared with the other integrations) on the session's Tether transaction: START TRANSACTION, BEGIN
-     * [WORK], SET autocommit = 0 open one; COMMIT, ROLLBACK [WORK], SET autocommit = 1 end it. Any other form is
-     * refused, named; LOCK/UNLOCK TABLES and XA are left to refuseUnpoolable() and the server. Null: not
-     * transaction control.
+     * detection, shared with the other integrations) on the session's Tether transaction: START TRANSACTION [READ
+     * WRITE], BEGIN [WORK], SET autocommit = 0 open one; COMMIT, ROLLBACK [WORK] [AND [NO] CHAIN] and SET autocommit
+     * = 1 end it (AND CHAIN opens the next one at once, as MySQL does). SET autocommit may be written in any form the
+     * server takes alone: SESSION or LOCAL, @@, @@session. or @@local., `=` or `:=`. Any other form is refused,
+     * named (START TRANSACTION READ ONLY / WITH CONSISTENT SNAPSHOT: a Tether transaction has no characteristics;
+     * RELEASE: the client's socket is not the server's connection); LOCK/UNLOCK TABLES and XA are left to
+     * refuseUnpoolable() and the server. Null: not transaction control.
      */
     private function transactionControl(Statement $statement): ?Result
     {
@@ -226,38 +229,50 @@ final class Session
         if ($control === null || $control === 'LOCK TABLES' || $control === 'UNLOCK TABLES' || $control === 'XA') {
             return null;
         }
-        $code = \strtoupper(\preg_replace('/\s+/', ' ', $statement->code));
+        $code = \strtoupper(\preg_replace('/\s+/', ' ', \trim($statement->code)));
         $code = \rtrim($code, ' ;');
+        $autocommit = '/^SET (?:(?:SESSION|LOCAL) |@@(?:SESSION\.|LOCAL\.)?)?AUTOCOMMIT ?:?= ?(0|OFF|FALSE|1|ON|TRUE)$/';
         if (\preg_match('/^(START TRANSACTION( READ WRITE)?|BEGIN( WORK)?)$/', $code)
-            || \preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(0|OFF|FALSE)$/', $code)) {
+            || (\preg_match($autocommit, $code, $m) && \in_array($m[1], ['0', 'OFF', 'FALSE'], true))) {
             if ($this->tx !== null) {
                 if (\str_starts_with($code, 'SET')) {
                     return Result::none();
                 }
                 $this->end(true);
             }
-            $this->tx = $this->call(fn () => $this->client->begin(), 'START TRANSACTION');
+            $this->begin();
 
             return Result::none();
         }
         if (\str_starts_with($code, 'START TRANSACTION')) {
             throw new QueryError(\sprintf('Tether: %s is not supported (a Tether transaction has no characteristics); use START TRANSACTION', $statement->code));
         }
-        if (\preg_match('/^(COMMIT|ROLLBACK)( WORK)?$/', $code, $m)) {
+        if (\preg_match('/^(COMMIT|ROLLBACK)( WORK)?( AND (NO )?CHAIN)?$/', $code, $m)) {
+            $chain = ($m[3] ?? '') !== '' && ($m[4] ?? '') === '';
+            $open = $this->tx !== null;
             $this->end($m[1] === 'COMMIT');
+            if ($chain && $open) {
+                $this->begin();
+            }
 
             return Result::none();
         }
         if (\preg_match('/^(COMMIT|ROLLBACK)\b(?! (WORK )?TO\b)/', $code)) {
-            throw new QueryError(\sprintf('Tether: %s is not supported; use COMMIT or ROLLBACK', $statement->code));
+            throw new QueryError(\sprintf('Tether: %s is not supported; use COMMIT or ROLLBACK [AND CHAIN]', $statement->code));
         }
-        if (\preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(1|ON|TRUE)$/', $code)) {
+        if (\preg_match($autocommit, $code)) {
             $this->end(true);
 
             return Result::none();
         }
 
         throw new QueryError(\sprintf('Tether: %s is not supported (%s): a Tether transaction is opened and ended only by START TRANSACTION, BEGIN, COMMIT, ROLLBACK and SET autocommit = 0 or 1 alone', \trim($statement->code), $control));
+    }
+
+    /** begin opens the WordPress transaction on a Tether transaction. */
+    private function begin(): void
+    {
+        $this->tx = $this->call(fn () => $this->client->begin(), 'START TRANSACTION');
     }
 
     /** end commits or rolls back the open WordPress transaction; without one it does nothing, as MySQL does. */
