@@ -35,8 +35,6 @@ final class Connection implements Compat\ServerInfoConnection
 {
     private ?Transaction $transaction = null;
     private int|string|null $lastInsertId = null;
-    /** MySQL: whether the session's sql_mode has NO_BACKSLASH_ESCAPES; null until quote() needs it */
-    private ?bool $noBackslashEscapes = null;
     /**
      * @var \WeakMap<Client, \WeakReference<self>>|null the connection of each client, for ResultCache::with(). A
      *      weak reference: a value holding the connection, which holds its client, would keep both alive forever.
@@ -74,7 +72,6 @@ final class Connection implements Compat\ServerInfoConnection
     public function close(): void
     {
         $this->transaction = null;
-        $this->noBackslashEscapes = null;
         $this->client->close();
     }
 
@@ -121,8 +118,9 @@ final class Connection implements Compat\ServerInfoConnection
 
     /**
      * quote returns $value as a string literal for this session, as PDO::quote() does (Tether\Sql\SqlText::quote()):
-     * on MySQL/MariaDB escaped for the session's actual sql_mode (NO_BACKSLASH_ESCAPES or not), read from the server
-     * the first time and again after a statement that sets sql_mode; PostgreSQL's literal reads the same whatever
+     * on MySQL/MariaDB escaped for the session's actual sql_mode (NO_BACKSLASH_ESCAPES or not), as the PHP client
+     * keeps it for the socket (Tether\Client::noBackslashEscapes(): read the first time, and again after any
+     * statement on the socket that sets sql_mode, or a reconnect); PostgreSQL's literal reads the same whatever
      * standard_conforming_strings says. Prefer bound parameters.
      *
      * @param mixed $value
@@ -142,34 +140,14 @@ final class Connection implements Compat\ServerInfoConnection
         return SharedSqlText::quote((string) $value, SharedSqlText::MYSQL, $this->noBackslashEscapes());
     }
 
-    /**
-     * noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES. The first time, it pins the
-     * mode the session has now as this connection's own (SET SESSION sql_mode = @@SESSION.sql_mode: tetherd then
-     * applies it to whichever pooled connection runs the next statement, so the mode the literal is escaped for is
-     * the one it is read in, even with pooled connections opened under another global mode) and reads it back.
-     *
-     * @throws DriverError
-     */
+    /** noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES (the client's cache). */
     private function noBackslashEscapes(): bool
     {
-        if ($this->noBackslashEscapes !== null) {
-            return $this->noBackslashEscapes;
-        }
-        $pin = 'SET SESSION sql_mode = @@SESSION.sql_mode';
-        $read = 'SELECT @@SESSION.sql_mode AS sql_mode';
         try {
-            if ($this->transaction !== null) {
-                $this->transaction->execute($pin);
-                $row = $this->transaction->queryOne($read);
-            } else {
-                $this->client->execute($pin, [], $this->backend);
-                $row = $this->client->queryOne($read, [], $this->backend);
-            }
+            return $this->client->noBackslashEscapes($this->backend, $this->transaction);
         } catch (TetherException $e) {
-            throw DriverError::fromTether($e, $this->dialect, $read);
+            throw DriverError::fromTether($e, $this->dialect, 'SELECT @@SESSION.sql_mode');
         }
-
-        return $this->noBackslashEscapes = SharedSqlText::noBackslashEscapes((string) ($row['sql_mode'] ?? ''));
     }
 
     /**
@@ -278,9 +256,6 @@ final class Connection implements Compat\ServerInfoConnection
     public function run(string $sql, array $params, string $originalSql): Result
     {
         $returnsRows = SqlText::returnsRows($sql);
-        if ($this->dialect === Dialect::MySQL && SharedSqlText::setsSqlMode($sql)) {
-            $this->noBackslashEscapes = null; // read again by the next quote()
-        }
         try {
             if ($this->transaction !== null) {
                 $control = SharedSqlText::transactionControl($sql, $this->dialect === Dialect::MySQL ? SharedSqlText::MYSQL : SharedSqlText::PGSQL);

@@ -40,8 +40,6 @@ final class TetherSession
     private ?string $serverVersion = null;
     /** milliseconds a query outside a transaction may be answered from tetherd's result cache; 0: never */
     private int $cacheTtlMs = 0;
-    /** MySQL: whether the session's sql_mode has NO_BACKSLASH_ESCAPES; null until quote() needs it */
-    private ?bool $noBackslashEscapes = null;
 
     /**
      * @param Client $client the session's client; made by TetherConnector with time_format 'sql' (unless the
@@ -87,7 +85,6 @@ final class TetherSession
     public function close(): void
     {
         $this->transaction = null;
-        $this->noBackslashEscapes = null;
         $this->client->close();
     }
 
@@ -151,7 +148,6 @@ final class TetherSession
         $this->refuseSessionControl($sql);
         [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
         $params = $this->bindableValues($params);
-        $this->noteSqlMode($sql);
         try {
             $rows = $this->transaction !== null
                 ? $this->transaction->query($sql, $params)
@@ -319,8 +315,9 @@ final class TetherSession
     /**
      * quote returns $value as an SQL string literal for this session, as PDO::quote() does (Laravel's
      * Connection::escape() uses it), by Tether\Sql\SqlText::quote(): on MySQL/MariaDB escaped for the session's
-     * actual sql_mode (NO_BACKSLASH_ESCAPES or not), read from the server the first time and again after a statement
-     * that sets sql_mode; PostgreSQL's literal reads the same whatever standard_conforming_strings says. Prefer
+     * actual sql_mode (NO_BACKSLASH_ESCAPES or not), as the PHP client keeps it for the socket
+     * (Tether\Client::noBackslashEscapes(): read the first time, and again after any statement on the socket that
+     * sets sql_mode, whichever Client or path sent it, or a reconnect); PostgreSQL's literal reads the same whatever standard_conforming_strings says. Prefer
      * bindings.
      *
      * @throws \InvalidArgumentException a NUL byte in a PostgreSQL value
@@ -340,38 +337,16 @@ final class TetherSession
     }
 
     /**
-     * noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES. The first time it pins the
-     * mode the session has now as this client's own (SET SESSION sql_mode = @@SESSION.sql_mode: tetherd applies it
-     * to whichever pooled connection runs the next statement, so a literal is read in the mode it was escaped for,
-     * even on pooled connections opened under another global mode) and reads it back.
+     * noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES (the client's cache).
      *
      * @throws TetherQueryError
      */
     private function noBackslashEscapes(): bool
     {
-        if ($this->noBackslashEscapes !== null) {
-            return $this->noBackslashEscapes;
-        }
         try {
-            if ($this->transaction !== null) {
-                $this->transaction->execute('SET SESSION sql_mode = @@SESSION.sql_mode');
-                $row = $this->transaction->queryOne('SELECT @@SESSION.sql_mode AS sql_mode');
-            } else {
-                $this->client->execute('SET SESSION sql_mode = @@SESSION.sql_mode', [], $this->backend);
-                $row = $this->client->queryOne('SELECT @@SESSION.sql_mode AS sql_mode', [], $this->backend);
-            }
+            return $this->client->noBackslashEscapes($this->backend, $this->transaction);
         } catch (TetherException $e) {
             throw TetherQueryError::from($e, SqlText::MYSQL);
-        }
-
-        return $this->noBackslashEscapes = SharedSqlText::noBackslashEscapes((string) ($row['sql_mode'] ?? ''));
-    }
-
-    /** noteSqlMode forgets the sql_mode read for quote() when $sql may change it (MySQL). */
-    private function noteSqlMode(string $sql): void
-    {
-        if ($this->noBackslashEscapes !== null && SharedSqlText::setsSqlMode($sql)) {
-            $this->noBackslashEscapes = null;
         }
     }
 
@@ -390,7 +365,6 @@ final class TetherSession
      */
     private function run(string $sql, array $params): ExecResult
     {
-        $this->noteSqlMode($sql);
         try {
             $result = $this->transaction !== null
                 ? $this->transaction->execute($sql, $params)

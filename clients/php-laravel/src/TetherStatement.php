@@ -62,6 +62,7 @@ final class TetherStatement
      * @param list<array<string, mixed>>|NumericResult $result
      * @return list<mixed>
      * @throws \LogicException associative rows for a mode that reads by position (see wantsPositions())
+     * @throws \ValueError FETCH_COLUMN with an index past the last column (or below 0) and at least one row, as PDO
      */
     public function shape(array|NumericResult $result): array
     {
@@ -96,7 +97,12 @@ final class TetherStatement
 
                 return $rows;
             default:
-                return $this->column < \count($columns) ? \array_column($rows, $this->column) : \array_fill(0, \count($rows), null);
+                if ($rows !== [] && ($this->column < 0 || $this->column >= \count($columns))) {
+                    // As PDO, which fails on the first row it cannot read the column of.
+                    throw new \ValueError($this->column < 0 ? 'Column index must be greater than or equal to 0' : 'Invalid column index');
+                }
+
+                return \array_column($rows, $this->column);
         }
     }
 

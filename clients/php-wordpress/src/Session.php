@@ -53,7 +53,7 @@ final class Session
     private int $lastInsertId = 0;
     /** @var array<string, int|float|string|null> user variables by lower-cased name */
     private array $userVariables = [];
-    /** the session's sql_mode has NO_BACKSLASH_ESCAPES: how string literals are read (Wpdb keeps it up to date) */
+    /** the session's sql_mode had NO_BACKSLASH_ESCAPES when last read: used when it cannot be read */
     private bool $noBackslashEscapes = false;
 
     /**
@@ -72,29 +72,25 @@ final class Session
     }
 
     /**
-     * setNoBackslashEscapes tells the session how the server reads backslashes in string literals now (sql_mode
-     * NO_BACKSLASH_ESCAPES), so that it finds where a literal ends as the server does.
+     * noBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES now: how the server reads
+     * backslashes in string literals, for escaping and for finding where a literal ends. The PHP client keeps the
+     * answer for the socket (Tether\Client::noBackslashEscapes(): read, pinned, again after any statement on the
+     * socket that sets sql_mode or a reconnect); inside a transaction it is read there. If it cannot be read, the
+     * last known mode is used: the statement it is used for would fail the same way.
      */
-    public function setNoBackslashEscapes(bool $on): void
+    public function noBackslashEscapes(): bool
     {
-        $this->noBackslashEscapes = $on;
+        try {
+            return $this->noBackslashEscapes = $this->call(fn () => $this->client->noBackslashEscapes(null, $this->tx), 'reading sql_mode');
+        } catch (QueryError) {
+            return $this->noBackslashEscapes;
+        }
     }
 
-    /**
-     * pinSqlMode returns the session's sql_mode, after making the mode it has now this client's own (SET SESSION
-     * sql_mode = @@SESSION.sql_mode: tetherd applies it to whichever pooled connection runs the next statement, so a
-     * literal escaped for this mode is read in it, even on pooled connections opened under another global mode).
-     * Inside a transaction it asks there. It leaves FOUND_ROWS(), LAST_INSERT_ID() and the user variables alone.
-     *
-     * @throws QueryError
-     */
-    public function pinSqlMode(): string
+    /** sqlModeSet records the sql_mode a `SET SESSION sql_mode = '...'` of the drop-in's own has just set. */
+    public function sqlModeSet(string $sqlMode): void
     {
-        $tx = $this->tx;
-        $this->call(fn () => $tx !== null ? $tx->execute('SET SESSION sql_mode = @@SESSION.sql_mode') : $this->client->execute('SET SESSION sql_mode = @@SESSION.sql_mode'), 'reading sql_mode');
-        $row = $this->call(fn () => $tx !== null ? $tx->queryOne('SELECT @@SESSION.sql_mode AS m') : $this->client->queryOne('SELECT @@SESSION.sql_mode AS m'), 'reading sql_mode');
-
-        return (string) ($row['m'] ?? '');
+        $this->client->sqlModeSet($sqlMode);
     }
 
     /** inTransaction tells whether a WordPress transaction (START TRANSACTION ... COMMIT) is open. */
@@ -111,7 +107,7 @@ final class Session
      */
     public function run(string $sql, bool $exec): Result
     {
-        $statement = Statement::parse($sql, $this->noBackslashEscapes);
+        $statement = Statement::parse($sql, $this->noBackslashEscapes());
         if ($statement->multiple) {
             throw new QueryError('Tether: the query holds more than one statement; $wpdb runs one statement per query (as mysqli_query() does), so none was run');
         }
@@ -219,49 +215,64 @@ final class Session
 
     /**
      * transactionControl runs a statement that controls the transaction by its text (Tether\Sql\SqlText's
-     * detection, shared with the other integrations) on the session's Tether transaction: START TRANSACTION, BEGIN
-     * [WORK], SET autocommit = 0 open one; COMMIT, ROLLBACK [WORK], SET autocommit = 1 end it. Any other form is
-     * refused, named; LOCK/UNLOCK TABLES and XA are left to refuseUnpoolable() and the server. Null: not
-     * transaction control.
+     * detection, shared with the other integrations) on the session's Tether transaction: START TRANSACTION [READ
+     * WRITE], BEGIN [WORK], SET autocommit = 0 open one; COMMIT, ROLLBACK [WORK] [AND [NO] CHAIN] and SET autocommit
+     * = 1 end it (AND CHAIN opens the next one at once, as MySQL does). SET autocommit may be written in any form the
+     * server takes alone: SESSION or LOCAL, @@, @@session. or @@local., `=` or `:=`. Any other form is refused,
+     * named (START TRANSACTION READ ONLY / WITH CONSISTENT SNAPSHOT: a Tether transaction has no characteristics;
+     * RELEASE: the client's socket is not the server's connection); LOCK/UNLOCK TABLES and XA are left to
+     * refuseUnpoolable() and the server. Null: not transaction control.
      */
     private function transactionControl(Statement $statement): ?Result
     {
-        $control = SqlText::transactionControl($statement->sql, SqlText::MYSQL);
+        $control = SqlText::transactionControl($statement->sql, SqlText::MYSQL, false, $statement->code);
         if ($control === null || $control === 'LOCK TABLES' || $control === 'UNLOCK TABLES' || $control === 'XA') {
             return null;
         }
-        $code = \strtoupper(\preg_replace('/\s+/', ' ', $statement->code));
+        $code = \strtoupper(\preg_replace('/\s+/', ' ', \trim($statement->code)));
         $code = \rtrim($code, ' ;');
+        $autocommit = '/^SET (?:(?:SESSION|LOCAL) |@@(?:SESSION\.|LOCAL\.)?)?AUTOCOMMIT ?:?= ?(0|OFF|FALSE|1|ON|TRUE)$/';
         if (\preg_match('/^(START TRANSACTION( READ WRITE)?|BEGIN( WORK)?)$/', $code)
-            || \preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(0|OFF|FALSE)$/', $code)) {
+            || (\preg_match($autocommit, $code, $m) && \in_array($m[1], ['0', 'OFF', 'FALSE'], true))) {
             if ($this->tx !== null) {
                 if (\str_starts_with($code, 'SET')) {
                     return Result::none();
                 }
                 $this->end(true);
             }
-            $this->tx = $this->call(fn () => $this->client->begin(), 'START TRANSACTION');
+            $this->begin();
 
             return Result::none();
         }
         if (\str_starts_with($code, 'START TRANSACTION')) {
             throw new QueryError(\sprintf('Tether: %s is not supported (a Tether transaction has no characteristics); use START TRANSACTION', $statement->code));
         }
-        if (\preg_match('/^(COMMIT|ROLLBACK)( WORK)?$/', $code, $m)) {
+        if (\preg_match('/^(COMMIT|ROLLBACK)( WORK)?( AND (NO )?CHAIN)?$/', $code, $m)) {
+            $chain = ($m[3] ?? '') !== '' && ($m[4] ?? '') === '';
+            $open = $this->tx !== null;
             $this->end($m[1] === 'COMMIT');
+            if ($chain && $open) {
+                $this->begin();
+            }
 
             return Result::none();
         }
         if (\preg_match('/^(COMMIT|ROLLBACK)\b(?! (WORK )?TO\b)/', $code)) {
-            throw new QueryError(\sprintf('Tether: %s is not supported; use COMMIT or ROLLBACK', $statement->code));
+            throw new QueryError(\sprintf('Tether: %s is not supported; use COMMIT or ROLLBACK [AND CHAIN]', $statement->code));
         }
-        if (\preg_match('/^SET (SESSION |@@SESSION\.|@@)?AUTOCOMMIT ?= ?(1|ON|TRUE)$/', $code)) {
+        if (\preg_match($autocommit, $code)) {
             $this->end(true);
 
             return Result::none();
         }
 
         throw new QueryError(\sprintf('Tether: %s is not supported (%s): a Tether transaction is opened and ended only by START TRANSACTION, BEGIN, COMMIT, ROLLBACK and SET autocommit = 0 or 1 alone', \trim($statement->code), $control));
+    }
+
+    /** begin opens the WordPress transaction on a Tether transaction. */
+    private function begin(): void
+    {
+        $this->tx = $this->call(fn () => $this->client->begin(), 'START TRANSACTION');
     }
 
     /** end commits or rolls back the open WordPress transaction; without one it does nothing, as MySQL does. */

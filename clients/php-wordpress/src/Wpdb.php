@@ -44,10 +44,6 @@ class Wpdb extends \wpdb
     private string $tetherDatabase = '';
     private ?string $tetherSqlModeAtConnect = null;
     private string $tetherConnectError = '';
-    /** whether the session's sql_mode has NO_BACKSLASH_ESCAPES, as last known; null before the first look */
-    private ?bool $tetherNoBackslashEscapes = null;
-    /** the sql_mode may have changed since it was last known: read it before escaping */
-    private bool $tetherSqlModeStale = true;
     /** @var list<string> column names of the last result */
     private array $tetherColumns = [];
 
@@ -121,9 +117,8 @@ class Wpdb extends \wpdb
             $this->init_charset();
         }
         $this->tetherConnected = true;
-        // The mode read by the connect round trip; set_sql_mode() below makes it (less WordPress's incompatible
-        // modes) this client's own.
-        $this->tetherNoteSqlMode((string) $this->tetherSqlModeAtConnect);
+        // set_sql_mode() below makes the mode read by the connect round trip (less WordPress's incompatible modes)
+        // this client's own, and records it for escaping.
         $this->set_charset($this->dbh);
         $this->ready = true;
         $this->set_sql_mode();
@@ -247,8 +242,9 @@ class Wpdb extends \wpdb
             if (empty($modes_str)) {
                 // Set all the same, so that tetherd keeps it for this client whatever mode a pooled connection
                 // opened under another global sql_mode has.
-                $this->runInternal("SET SESSION sql_mode=''");
-                $this->tetherNoteSqlMode('');
+                if ($this->runInternal("SET SESSION sql_mode=''") !== null) {
+                    $this->tetherSession?->sqlModeSet('');
+                }
 
                 return;
             }
@@ -264,17 +260,16 @@ class Wpdb extends \wpdb
         $modes_str = \implode(',', $modes);
         // The mode names are the server's own, or a plugin's list: quoted without backslashes, right in either mode.
         if ($this->runInternal("SET SESSION sql_mode='" . \str_replace("'", "''", $modes_str) . "'") !== null) {
-            $this->tetherNoteSqlMode($modes_str);
-        } else {
-            $this->tetherSqlModeStale = true;
+            $this->tetherSession?->sqlModeSet($modes_str);
         }
     }
 
     /**
      * _real_escape escapes as mysqli_real_escape_string() does on this session (Tether\Sql\SqlText::escapeMySql()):
      * backslash escapes, or only doubled quotes when the session's sql_mode has NO_BACKSLASH_ESCAPES (where `\'`
-     * would end the literal), then adds wpdb's placeholder escape. The mode is the one set on connect, read again
-     * after any statement that sets sql_mode.
+     * would end the literal), then adds wpdb's placeholder escape. The mode is the one the PHP client keeps for the
+     * socket (Session::noBackslashEscapes()): set on connect, read again after any statement on the socket that
+     * sets sql_mode, or after a reconnect.
      */
     public function _real_escape($string)
     {
@@ -288,30 +283,10 @@ class Wpdb extends \wpdb
         return $this->add_placeholder_escape(SqlText::escapeMySql((string) $string, $this->tetherNoBackslashEscapes()));
     }
 
-    /**
-     * tetherNoBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES: as last known, read
-     * (and pinned: Session::pinSqlMode()) when it may have changed. If it cannot be read, the last known mode (or
-     * the default, backslash escapes) is used; the statement it is escaped for would fail the same way.
-     */
+    /** tetherNoBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES (the client's cache). */
     private function tetherNoBackslashEscapes(): bool
     {
-        if ($this->tetherSqlModeStale && $this->tetherSession !== null && $this->dbh) {
-            try {
-                $this->tetherNoteSqlMode($this->tetherSession->pinSqlMode());
-            } catch (QueryError) {
-                // keep the last known mode; the next escape asks again
-            }
-        }
-
-        return $this->tetherNoBackslashEscapes ?? false;
-    }
-
-    /** tetherNoteSqlMode records the session's sql_mode, for escaping and for where the session reads literals. */
-    private function tetherNoteSqlMode(string $sqlMode): void
-    {
-        $this->tetherNoBackslashEscapes = SqlText::noBackslashEscapes($sqlMode);
-        $this->tetherSqlModeStale = false;
-        $this->tetherSession?->setNoBackslashEscapes($this->tetherNoBackslashEscapes);
+        return $this->tetherSession !== null && $this->dbh ? $this->tetherSession->noBackslashEscapes() : false;
     }
 
     /** print_error is wpdb's; with no message it shows last_error (wpdb would ask mysqli_error()). */
@@ -378,11 +353,6 @@ class Wpdb extends \wpdb
         $result = $this->doQuery((string) $query, $isDdl || $isDml);
         if ($result instanceof QueryError && $result->notSent() && $this->check_connection()) {
             $result = $this->doQuery((string) $query, $isDdl || $isDml);
-        }
-        if (SqlText::setsSqlMode((string) $query)) {
-            // SET [SESSION] sql_mode: escaping and the reading of literals follow the new mode from the next statement on.
-            $this->tetherSqlModeStale = true;
-            $this->tetherNoBackslashEscapes();
         }
         if ($result instanceof QueryError) {
             $this->last_error = $result->getMessage();
@@ -512,7 +482,6 @@ class Wpdb extends \wpdb
             return false;
         }
         $this->tetherSession->close();
-        $this->tetherSqlModeStale = true;
         $this->dbh = null;
         $this->ready = false;
         $this->tetherConnected = false;

@@ -15,6 +15,7 @@ use Tether\Exception\TetherException;
 use Tether\Protocol\Reply;
 use Tether\Protocol\Request;
 use Tether\Server\ServerException;
+use Tether\Sql\SqlText;
 
 /**
  * Client runs SQL on the backends of a tetherd daemon over one local socket, reads and writes rows by primary
@@ -560,6 +561,57 @@ final class Client
     }
 
     /**
+     * noBackslashEscapes tells whether the session sql_mode of $backend (MySQL/MariaDB) has NO_BACKSLASH_ESCAPES,
+     * so that a value is escaped into a string literal the way the server will read it (Sql\SqlText::quote(),
+     * escapeMySql()). The answer is kept ONCE per socket and backend, shared by every Client of this process on the
+     * same socket; it is read again (a round trip) after any of them sends a statement that may set sql_mode
+     * (Sql\SqlText::setsSqlMode()), and after the socket is dropped and reopened (tetherd forgets the session
+     * settings of a closed socket, e.g. on a broken connection or an upgrade handover).
+     *
+     * To read it, the mode the session has now is first made this socket's own (`SET SESSION sql_mode =
+     * @@SESSION.sql_mode`: tetherd then applies it to whichever pooled connection runs the next statement, so a
+     * pooled connection opened under another global sql_mode cannot read literals otherwise than they were
+     * escaped for), then read back. Inside a transaction pass it as $tx: the two statements run in it.
+     *
+     * @param string|null      $backend the backend ($tx's when $tx is given); null: the client's default
+     * @throws ServerException|CommunicationException the mode could not be read (e.g. not a MySQL backend)
+     */
+    public function noBackslashEscapes(?string $backend = null, ?Transaction $tx = null): bool
+    {
+        $key = $backend ?? $this->backend ?? '';
+        $known = $this->connection->knownNoBackslashEscapes($key);
+        if ($known !== null) {
+            return $known;
+        }
+        $pin = 'SET SESSION sql_mode = @@SESSION.sql_mode';
+        $read = 'SELECT @@SESSION.sql_mode AS sql_mode';
+        if ($tx !== null) {
+            $tx->execute($pin);
+            $epoch = $this->connection->epoch();
+            $row = $tx->queryOne($read);
+        } else {
+            $this->execute($pin, [], $backend);
+            $epoch = $this->connection->epoch();
+            $row = $this->queryOne($read, [], $backend);
+        }
+        $on = SqlText::noBackslashEscapes((string) ($row['sql_mode'] ?? ''));
+        // Kept only if the socket that holds the pinned mode is still the one in use.
+        $this->connection->noteNoBackslashEscapes($key, $on, $epoch);
+
+        return $on;
+    }
+
+    /**
+     * sqlModeSet records, for noBackslashEscapes(), the sql_mode this client has just given the session of $backend
+     * by a `SET SESSION sql_mode = '...'` that succeeded (tetherd keeps it for the socket), so that no round trip
+     * reads it back. Say it only right after that statement's success, with the literal it set.
+     */
+    public function sqlModeSet(string $sqlMode, ?string $backend = null): void
+    {
+        $this->connection->noteNoBackslashEscapes($backend ?? $this->backend ?? '', SqlText::noBackslashEscapes($sqlMode), $this->connection->epoch());
+    }
+
+    /**
      * begin opens a transaction on a backend connection that tetherd pins to this client's socket. End it with
      * commit() or rollback(); one left open is rolled back when the Transaction is destroyed or the PHP request
      * ends. Prefer transaction(), which cannot leave one open.
@@ -758,8 +810,10 @@ final class Client
     /**
      * close ends what this client holds on tetherd, at once, as closing a native database connection does:
      *  1. every transaction this client began and left open is rolled back (a `rollback` round trip, so its locks
-     *     are free when close() returns; if that fails, the socket is dropped, and tetherd rolls back the
-     *     transactions of a closed socket);
+     *     are free when close() returns). If tetherd answers that rollback with an error (unknown_tx, internal,
+     *     timeout, ...), close() carries on: the socket is sound and may hold other Clients' transactions, so it is
+     *     never dropped for that. Only if no answer comes (the socket broke) is the socket dropped, and tetherd
+     *     rolls back the transactions of a closed socket;
      *  2. a non-persistent socket is closed (tetherd forgets its session settings with it). A persistent socket
      *     stays open: it is shared by every Client of this process on the same address and by the worker's next
      *     PHP requests, so closing it would end the other clients' transactions; it holds no transaction of this
@@ -784,7 +838,13 @@ final class Client
             }
             try {
                 $tx->rollback();
+            } catch (ServerException) {
+                // unknown_tx, internal, timeout, ...: tetherd answered, so the socket is sound. It may be shared
+                // (persistent) with other Clients whose transactions it holds: never dropped here. What is left of
+                // this transaction on the server ends with the socket or at tx_idle_timeout.
             } catch (\Throwable) {
+                // No answer (CommunicationException, UnknownOutcomeException): the socket is broken or out of step
+                // (as StreamConnection::release() does: dropped; tetherd rolls back what a closed socket held).
                 $this->connection->close();
                 break;
             }

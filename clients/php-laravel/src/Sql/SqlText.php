@@ -163,34 +163,6 @@ final class SqlText
         return $hasCode ? $count + 1 : $count;
     }
 
-    /**
-     * leadingWords returns the first words of the statement's code, upper-cased and separated by one space
-     * (comments and white space before and between them skipped), at most $limit of them.
-     */
-    public static function leadingWords(string $sql, string $platform, int $limit = 3): string
-    {
-        $words = [];
-        $length = \strlen($sql);
-        $i = 0;
-        while ($i < $length && \count($words) < $limit) {
-            if (self::isCommentAt($sql, $i, $platform)) {
-                $i = self::skipQuotedOrComment($sql, $i, $platform) ?? $length;
-                continue;
-            }
-            if (\ctype_space($sql[$i])) {
-                $i++;
-                continue;
-            }
-            if (\preg_match('/\G[@A-Za-z_][@.A-Za-z0-9_]*/', $sql, $m, 0, $i) !== 1) {
-                break;
-            }
-            $words[] = \strtoupper($m[0]);
-            $i += \strlen($m[0]);
-        }
-
-        return \implode(' ', $words);
-    }
-
     private static function isCommentAt(string $sql, int $i, string $platform): bool
     {
         $c = $sql[$i];

@@ -39,12 +39,18 @@ class CommunicationException extends TetherException
     {
         $unix = \str_starts_with($address, 'unix://');
         $where = $unix ? \substr($address, 7) : \substr($address, 6);
+        // By the errno (Linux: 2, 111, 13, 1) or else by its text, whose words are the same on every system where
+        // the numbers differ (macOS and the BSDs: ECONNREFUSED 61; PHP may also report errno 0 with the text only).
+        $text = \strtolower($error);
+        $noFile = $errno === 2 || \str_contains($text, 'no such file');
+        $refused = $errno === 111 || \str_contains($text, 'refused');
+        $denied = $errno === 13 || $errno === 1 || \str_contains($text, 'permission denied') || \str_contains($text, 'not permitted');
         $hint = match (true) {
-            $unix && $errno === 2 => \sprintf('no socket file at %s: tetherd is not running, or its [server] socket in tetherd.toml is another path', $where),
-            $errno === 111 => $unix
+            $unix && $noFile => \sprintf('no socket file at %s: tetherd is not running, or its [server] socket in tetherd.toml is another path', $where),
+            $refused => $unix
                 ? \sprintf('nothing listens on %s: tetherd stopped (or failed at start) and left its socket file', $where)
                 : \sprintf('nothing listens on %s: tetherd is not running, or its [server] tcp in tetherd.toml is another address', $where),
-            $unix && ($errno === 13 || $errno === 1) => \sprintf(
+            $unix && $denied => \sprintf(
                 'this PHP process (user %s) may not open %s: set [server] socket_group to a group of that user and socket_mode to "0660" in tetherd.toml (and make the socket\'s directory reachable), then restart tetherd',
                 self::processUser(),
                 $where,

@@ -7,6 +7,7 @@ namespace Tether\Connection;
 use Tether\Exception\LogicException;
 use Tether\Protocol\Request;
 use Tether\Server\ServerException;
+use Tether\Sql\SqlText;
 
 /**
  * StreamConnection is one socket to tetherd and the exchange of frames over it: write a request frame, read the
@@ -77,6 +78,12 @@ class StreamConnection
     private float $appliedTimeout = -1.0;
     /** @var array<int, true> handles of the transactions open on the current socket */
     private array $openTx = [];
+    /**
+     * @var array<string, bool> backend ('' for tetherd's default) => whether its session sql_mode on this socket has
+     *                          NO_BACKSLASH_ESCAPES, as read in the current epoch; emptied by any statement that may set
+     *                          sql_mode, sent by any Client sharing the socket, and when the socket is dropped
+     */
+    private array $noBackslashEscapes = [];
     /**
      * packer encodes request maps with php_only off: plain MessagePack (msgpack_pack's PHP-only markers for
      * references and objects are nothing tetherd reads), without msgpack_pack's per-array reference bookkeeping,
@@ -302,6 +309,28 @@ class StreamConnection
         unset($this->openTx[$tx]);
     }
 
+    /**
+     * knownNoBackslashEscapes answers whether the session sql_mode of $backend ('' for tetherd's default) on this
+     * socket has NO_BACKSLASH_ESCAPES, as noted by noteNoBackslashEscapes() in the current epoch and not since
+     * made unknown by a statement that may set sql_mode (any Client's on this socket); null when unknown.
+     */
+    public function knownNoBackslashEscapes(string $backend): ?bool
+    {
+        return $this->noBackslashEscapes[$backend] ?? null;
+    }
+
+    /**
+     * noteNoBackslashEscapes records what the session sql_mode of $backend was read to say, on the socket of
+     * $epoch; a note for an earlier epoch (the socket was dropped meanwhile, and tetherd forgot the session
+     * settings with it) is ignored.
+     */
+    public function noteNoBackslashEscapes(string $backend, bool $on, int $epoch): void
+    {
+        if ($epoch === $this->epoch && $this->stream !== null) {
+            $this->noBackslashEscapes[$backend] = $on;
+        }
+    }
+
     /** holds tells whether transaction $tx, begun in $epoch, is still open on the current socket. */
     public function holds(int $tx, int $epoch): bool
     {
@@ -442,6 +471,9 @@ class StreamConnection
             $this->open($ioTimeout, $maxFrameBytes);
         } elseif ($ioTimeout !== $this->appliedTimeout) {
             $this->applyTimeout($ioTimeout);
+        }
+        if ($this->noBackslashEscapes !== [] && self::maySetSqlMode($request)) {
+            $this->noBackslashEscapes = [];
         }
         $reopened = false;
         while (true) {
@@ -608,10 +640,29 @@ class StreamConnection
         $this->stream = null;
         $this->epoch++;
         $this->openTx = [];
+        $this->noBackslashEscapes = [];
         $this->pending = [];
         $this->abandoned = [];
         $this->reading = false;
         $this->appliedTimeout = -1.0;
+    }
+
+    /**
+     * maySetSqlMode tells whether $request (a batch: any of its operations) holds a statement that may set the
+     * session's sql_mode, read either way a backslash can be (with or without NO_BACKSLASH_ESCAPES).
+     *
+     * @param array<string, mixed> $request
+     */
+    private static function maySetSqlMode(array $request): bool
+    {
+        foreach (isset($request['ops']) && \is_array($request['ops']) ? $request['ops'] : [$request] as $op) {
+            $sql = \is_array($op) ? ($op['sql'] ?? null) : null;
+            if (\is_string($sql) && (SqlText::setsSqlMode($sql, false) || SqlText::setsSqlMode($sql, true))) {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     /** @param array<string, mixed> $request */

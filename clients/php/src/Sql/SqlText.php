@@ -98,12 +98,16 @@ final class SqlText
      * - MySQL: 'XA', 'SET autocommit' (SET [SESSION|LOCAL] autocommit, SET @@[session.|local.]autocommit, among
      *   other assignments too), 'LOCK TABLES' and 'UNLOCK TABLES' (which commit the open transaction).
      *
-     * @param string $dialect MYSQL or PGSQL
+     * @param string      $dialect           MYSQL or PGSQL
+     * @param bool        $noBackslashEscapes MySQL: the session's sql_mode has NO_BACKSLASH_ESCAPES (a backslash
+     *                                       does not escape in a string literal)
+     * @param string|null $code              $sql's code as code() returns it (or any text with comments removed and
+     *                                       literals emptied), when the caller has it already: not scanned again
      */
-    public static function transactionControl(string $sql, string $dialect): ?string
+    public static function transactionControl(string $sql, string $dialect, bool $noBackslashEscapes = false, ?string $code = null): ?string
     {
         $mysql = $dialect !== self::PGSQL;
-        $words = self::leadingWords($sql, 3, $dialect);
+        $words = $code !== null ? self::words($code, 3) : self::leadingWords($sql, 3, $dialect, $noBackslashEscapes);
         [$first, $second, $third] = $words + ['', '', ''];
 
         return match ($first) {
@@ -114,7 +118,8 @@ final class SqlText
             'END', 'ABORT' => $mysql ? null : $first,
             'PREPARE' => !$mysql && $second === 'TRANSACTION' ? 'PREPARE TRANSACTION' : null,
             'XA' => $mysql ? 'XA' : null,
-            'SET' => $mysql && self::assignsVariable(self::code($sql, $dialect), 'autocommit') ? 'SET autocommit' : null,
+            'SET' => $mysql && \stripos($sql, 'autocommit') !== false
+                && self::assignsVariable($code ?? self::code($sql, $dialect, $noBackslashEscapes), 'autocommit') ? 'SET autocommit' : null,
             'LOCK' => $mysql && ($second === 'TABLES' || $second === 'TABLE') ? 'LOCK TABLES' : null,
             'UNLOCK' => $mysql && ($second === 'TABLES' || $second === 'TABLE') ? 'UNLOCK TABLES' : null,
             default => null,
@@ -125,15 +130,21 @@ final class SqlText
      * setsSqlMode tells whether $sql (MySQL) is a SET statement that may change the session's sql_mode, so that an
      * integration reads the mode again before escaping the next value: SET [SESSION|LOCAL] sql_mode, SET
      * @@[session.]sql_mode, among other assignments too. (SET GLOBAL sql_mode changes only new sessions: not this
-     * one.)
+     * one.) It costs a stripos() on a short statement, a look at the first word of a long one.
+     *
+     * @param bool        $noBackslashEscapes the session's sql_mode has NO_BACKSLASH_ESCAPES now
+     * @param string|null $code               $sql's code, when the caller has it already (see transactionControl())
      */
-    public static function setsSqlMode(string $sql): bool
+    public static function setsSqlMode(string $sql, bool $noBackslashEscapes = false, ?string $code = null): bool
     {
-        if ((self::leadingWords($sql, 1, self::MYSQL)[0] ?? '') !== 'SET') {
+        // The cheaper test first: a search of a short statement, the first word of a long one.
+        $long = \strlen($sql) > 2048;
+        if (!$long && \stripos($sql, 'sql_mode') === false) {
             return false;
         }
+        $first = $code !== null ? self::words($code, 1) : self::leadingWords($sql, 1, self::MYSQL, $noBackslashEscapes);
 
-        return self::assignsVariable(self::code($sql, self::MYSQL), 'sql_mode');
+        return ($first[0] ?? '') === 'SET' && (!$long || \stripos($sql, 'sql_mode') !== false) && self::assignsVariable($code ?? self::code($sql, self::MYSQL, $noBackslashEscapes), 'sql_mode');
     }
 
     /**
@@ -143,22 +154,44 @@ final class SqlText
      * @param string $dialect MYSQL or PGSQL (MySQL: `#` comments, `--` only before white space, executable comments)
      * @return list<string>
      */
-    public static function leadingWords(string $sql, int $n, string $dialect): array
+    public static function leadingWords(string $sql, int $n, string $dialect, bool $noBackslashEscapes = false): array
     {
-        \preg_match_all('/[A-Za-z_][A-Za-z0-9_]*|[^\sA-Za-z_]/', \substr(self::code($sql, $dialect, 512), 0, 512), $m);
-        $words = [];
-        foreach ($m[0] as $token) {
-            if (!\ctype_alpha($token[0]) && $token[0] !== '_') {
-                if ($words === [] && ($token === '(' || $token === ';')) {
-                    continue;
-                }
-                break;
-            }
-            $words[] = \strtoupper($token);
-            if (\count($words) === $n) {
-                break;
+        // Most statements begin with their words, no comment before or between them: read those off $sql itself.
+        if (\preg_match('/\A[\s(;]*+((?:[A-Za-z_][A-Za-z0-9_]*+\s*+){1,' . $n . '})/', $sql, $m) === 1) {
+            $next = $sql[\strlen($m[0])] ?? '';
+            $words = \preg_split('/\s+/', \strtoupper(\rtrim($m[1])));
+            if (\count($words) === $n || ($next !== '/' && $next !== '-' && $next !== '#')) {
+                return $words;
             }
         }
+        // Read the code a little at a time: the words are found, or ended by something else, within the first
+        // few dozen bytes of nearly every statement, before any long string literal.
+        for ($limit = 32; ; $limit *= 8) {
+            $code = self::code($sql, $dialect, $noBackslashEscapes, $limit, $complete);
+            $words = self::words($code, $n, $end);
+            if ($complete || $end < \strlen($code)) {
+                return $words;
+            }
+        }
+    }
+
+    /**
+     * words returns the first $n words of $code (text without comments), upper-cased, after leading white space,
+     * `(` and `;`; it stops at the first thing between words that is not white space.
+     *
+     * @return list<string>
+     */
+    private static function words(string $code, int $n, ?int &$end = null): array
+    {
+        $i = \strspn($code, " \t\r\n\f\v(;");
+        $words = [];
+        while (\count($words) < $n && \preg_match('/\G[A-Za-z_][A-Za-z0-9_]*/', $code, $m, 0, $i) === 1) {
+            $words[] = \strtoupper($m[0]);
+            $i += \strlen($m[0]);
+            $end = $i;
+            $i += \strspn($code, " \t\r\n\f\v", $i);
+        }
+        $end = \count($words) === $n ? $end : $i;
 
         return $words;
     }
@@ -166,8 +199,10 @@ final class SqlText
     /**
      * code returns $sql with comments replaced by a space (the body of a MySQL executable comment kept) and the
      * insides of string literals and quoted identifiers emptied, reading at most about $limit bytes of code (0: all).
+     * On MySQL a backslash escapes the next byte in a '...' or "..." literal unless $noBackslashEscapes (sql_mode
+     * NO_BACKSLASH_ESCAPES); on PostgreSQL only in an E'...' literal, and block comments nest.
      */
-    private static function code(string $sql, string $dialect, int $limit = 0): string
+    public static function code(string $sql, string $dialect, bool $noBackslashEscapes = false, int $limit = 0, ?bool &$complete = null): string
     {
         $mysql = $dialect !== self::PGSQL;
         $out = '';
@@ -188,8 +223,7 @@ final class SqlText
                     $out .= ' ';
                     continue;
                 }
-                $end = \strpos($sql, '*/', $i + 2);
-                $i = $end === false ? $length : $end + 2;
+                $i = $mysql ? self::endOfComment($sql, $i + 2) : self::endOfNestedComment($sql, $i + 2);
                 $out .= ' ';
             } elseif ($c === '*' && $next === '/' && $mysql) {
                 $i += 2; // the end of an executable comment
@@ -199,21 +233,10 @@ final class SqlText
                 $i = $end === false ? $length : $end + 1;
                 $out .= ' ';
             } elseif ($c === "'" || $c === '"' || ($c === '`' && $mysql)) {
-                $j = $i + 1;
-                while ($j < $length) {
-                    if ($sql[$j] === '\\' && $mysql && $c !== '`') {
-                        $j += 2;
-                    } elseif ($sql[$j] === $c) {
-                        if (($sql[$j + 1] ?? '') !== $c) {
-                            break;
-                        }
-                        $j += 2;
-                    } else {
-                        $j++;
-                    }
-                }
+                $backslash = $mysql ? $c !== '`' && !$noBackslashEscapes
+                    : $c === "'" && $i > 0 && ($sql[$i - 1] === 'E' || $sql[$i - 1] === 'e') && ($i < 2 || !\preg_match('/[A-Za-z0-9_$]/', $sql[$i - 2]));
+                $i = self::skipQuoted($sql, $i + 1, $c, $backslash);
                 $out .= $c . $c;
-                $i = $j + 1;
             } elseif ($c === '$' && !$mysql && \preg_match('/\G\$([A-Za-z_][A-Za-z0-9_]*)?\$/', $sql, $m, 0, $i) === 1) {
                 $end = \strpos($sql, $m[0], $i + \strlen($m[0]));
                 $i = $end === false ? $length : $end + \strlen($m[0]);
@@ -223,8 +246,65 @@ final class SqlText
                 $i++;
             }
         }
+        $complete = $i >= $length;
 
         return $out;
+    }
+
+    /**
+     * skipQuoted returns the offset just past the quoted text whose opening $quote is before $j: a doubled quote
+     * stands for one, and with $backslash a backslash escapes the next byte. Unterminated: the length of $sql.
+     */
+    private static function skipQuoted(string $sql, int $j, string $quote, bool $backslash): int
+    {
+        $length = \strlen($sql);
+        $stops = $backslash ? $quote . '\\' : $quote;
+        while (true) {
+            $j += \strcspn($sql, $stops, $j);
+            if ($j >= $length) {
+                return $length;
+            }
+            if ($sql[$j] !== $quote) {
+                $j += 2; // a backslash and the byte it escapes
+            } elseif (($sql[$j + 1] ?? '') === $quote) {
+                $j += 2;
+            } else {
+                return $j + 1;
+            }
+        }
+    }
+
+    /** endOfComment returns the offset just past the `*\/` that ends a block comment whose body starts at $j. */
+    private static function endOfComment(string $sql, int $j): int
+    {
+        $end = \strpos($sql, '*/', $j);
+
+        return $end === false ? \strlen($sql) : $end + 2;
+    }
+
+    /** endOfNestedComment is endOfComment for PostgreSQL, whose block comments nest. */
+    private static function endOfNestedComment(string $sql, int $j): int
+    {
+        $length = \strlen($sql);
+        $depth = 1;
+        while ($j < $length) {
+            $end = \strpos($sql, '*/', $j);
+            if ($end === false) {
+                return $length;
+            }
+            $open = \strpos($sql, '/*', $j);
+            if ($open !== false && $open < $end) {
+                $depth++;
+                $j = $open + 2;
+                continue;
+            }
+            $j = $end + 2;
+            if (--$depth === 0) {
+                return $j;
+            }
+        }
+
+        return $length;
     }
 
     /**

@@ -400,6 +400,95 @@ final class ClientTest extends FakeServerTestCase
         self::assertSame(['begin', 'rollback'], array_column(self::maps($server), 'op'));
     }
 
+    /**
+     * A rollback that tetherd answers with an error (here unknown_tx) leaves the socket sound: close() carries on
+     * and never drops the shared persistent socket, which holds another Client's transaction.
+     */
+    public function testCloseKeepsTheSharedSocketWhenARollbackAnswersAnError(): void
+    {
+        $server = $this->serve([[
+            ['recv'], ['reply', ['tx' => 3]],
+            ['recv'], ['reply', ['tx' => 4]],
+            ['recv'], ['reply', ['error' => ['code' => 'unknown_tx', 'message' => 'no transaction 3', 'retry' => false]]],
+            ['recv'], ['reply', ['affected' => 1, 'insert_id' => 0]],
+            ['recv'], ['reply', []],
+        ]]);
+        $mine = $this->client($server);
+        $other = $this->client($server);
+        $myTx = $mine->begin();
+        $otherTx = $other->begin();
+
+        $mine->close();
+
+        self::assertFalse($myTx->isOpen());
+        self::assertTrue($otherTx->isOpen(), "the other client's transaction was lost with the socket");
+        self::assertSame(1, $otherTx->execute('UPDATE t SET a = 1')->affectedRows);
+        $otherTx->commit();
+        self::assertSame(1, $server->count('accept'));
+        self::assertSame(['begin', 'begin', 'rollback', 'exec', 'commit'], array_column(self::maps($server), 'op'));
+    }
+
+    /**
+     * The escaping mode is kept once per socket and backend: a second Client on the socket needs no round trip,
+     * and a statement setting sql_mode sent by either makes both read it again.
+     */
+    public function testNoBackslashEscapesIsSharedPerSocketAndFollowsAnyClientsSqlModeChange(): void
+    {
+        $readMode = static fn (string $mode): array => [
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+            ['recv'], ['reply', ['columns' => ['sql_mode'], 'rows' => [[$mode]]]],
+        ];
+        $server = $this->serve([[
+            ...$readMode('STRICT_TRANS_TABLES'),
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+            ...$readMode('STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES'),
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+            ...$readMode('NO_BACKSLASH_ESCAPES'),
+        ]]);
+        $first = $this->client($server, ['backend' => 'maria']);
+        $second = $this->client($server, ['backend' => 'maria']);
+
+        self::assertFalse($first->noBackslashEscapes());
+        self::assertFalse($second->noBackslashEscapes(), 'the second client reads the socket\'s cache');
+        self::assertCount(2, self::maps($server));
+
+        $first->execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')");
+        self::assertTrue($second->noBackslashEscapes(), "the second client's quote must follow the first's SET sql_mode");
+        self::assertTrue($first->noBackslashEscapes());
+        self::assertCount(5, self::maps($server));
+
+        // Detected whichever way backslashes read: under NO_BACKSLASH_ESCAPES `'x\'` is a whole literal.
+        $second->execute("SET @a = 'x\\', sql_mode = 'NO_BACKSLASH_ESCAPES'");
+        self::assertTrue($first->noBackslashEscapes());
+        self::assertSame(
+            ['exec', 'query', 'exec', 'exec', 'query', 'exec', 'exec', 'query'],
+            array_column(self::maps($server), 'op'),
+        );
+        self::assertSame('SET SESSION sql_mode = @@SESSION.sql_mode', self::maps($server)[0]['sql']);
+        self::assertSame('maria', self::maps($server)[0]['backend']);
+    }
+
+    /** A silent reconnect (tetherd handed the socket over) loses the pinned sql_mode: the mode is read again. */
+    public function testNoBackslashEscapesIsReadAgainAfterASilentReconnect(): void
+    {
+        $readMode = static fn (string $mode): array => [
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+            ['recv'], ['reply', ['columns' => ['sql_mode'], 'rows' => [[$mode]]]],
+        ];
+        $server = $this->serve([
+            [...$readMode('NO_BACKSLASH_ESCAPES'), ['close_unread', 5]],
+            [['recv'], ['reply', []], ...$readMode('')],
+        ]);
+        $client = $this->client($server);
+        self::assertTrue($client->noBackslashEscapes());
+
+        $client->ping();
+
+        self::assertTrue($server->waitFor('reset'), 'the server did not close with the request unread: ' . $server->stderr());
+        self::assertFalse($client->noBackslashEscapes(), 'the mode read on the old socket was kept');
+        self::assertSame([1, 1, 2, 2, 2], array_column($server->requests(), 'conn'));
+    }
+
     public function testTcpSendsHelloWithTheTokenFirst(): void
     {
         $server = $this->serve([[['recv'], ['reply', ['server' => 'tetherd', 'protocol' => 1]], ['recv'], ['reply', []]]], 'tcp');

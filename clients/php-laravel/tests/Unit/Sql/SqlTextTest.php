@@ -80,10 +80,4 @@ final class SqlTextTest extends TestCase
         self::assertSame(1, SqlText::statementCount('create function f() returns int as $$ begin return 1; end $$ language plpgsql;', SqlText::PGSQL));
         self::assertSame(0, SqlText::statementCount(' ; /* ; */ ', SqlText::PGSQL));
     }
-
-    public function testLeadingWordsSkipCommentsAndUpperCase(): void
-    {
-        self::assertSame('START TRANSACTION', SqlText::leadingWords("/* x */ -- y\n start  transaction", SqlText::MYSQL, 2));
-        self::assertSame('SET @@SESSION.AUTOCOMMIT', SqlText::leadingWords('# c' . "\n" . 'set @@session.autocommit=0', SqlText::MYSQL));
-    }
 }

@@ -66,6 +66,22 @@ final class ConnectErrorTest extends TestCase
         self::assertLogPointer($message);
     }
 
+    /**
+     * Where the errno numbers differ from Linux's (macOS and the BSDs: ECONNREFUSED is 61, ...), or PHP reports 0,
+     * the error's text says which: the hint is the same.
+     */
+    public function testTheHintFollowsTheErrorTextWhereTheNumberIsNotLinuxs(): void
+    {
+        $refused = CommunicationException::connectFailed('unix:///run/t.sock', 61, 'Connection refused', 'env TETHER_SOCKET')->getMessage();
+        self::assertStringContainsString('Nothing listens on /run/t.sock', $refused);
+        $noFile = CommunicationException::connectFailed('unix:///run/t.sock', 0, 'No such file or directory', 'env TETHER_SOCKET')->getMessage();
+        self::assertStringContainsString('No socket file at /run/t.sock', $noFile);
+        $denied = CommunicationException::connectFailed('unix:///run/t.sock', 0, 'Permission denied', 'env TETHER_SOCKET')->getMessage();
+        self::assertStringContainsString('socket_group', $denied);
+        $tcp = CommunicationException::connectFailed('tcp://127.0.0.1:7000', 61, 'Connection refused', 'the client\'s options')->getMessage();
+        self::assertStringContainsString('Nothing listens on 127.0.0.1:7000', $tcp);
+    }
+
     /** EACCES: the socket's mode and group keep this user out; the error names socket_group and socket_mode. */
     public function testPermissionDenied(): void
     {
