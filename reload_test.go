@@ -83,7 +83,7 @@ func copyConfig(cfg tether.Config) tether.Config {
 // close (on MariaDB and PostgreSQL: the server's sessions go back to the pool
 // bound).
 func TestReload_UnderLoad(t *testing.T) {
-	dbs := loopDBs(t)
+	dbs := optionalLoopDBs(t)
 	tweakDB := func(c *tether.Config) {
 		for _, d := range dbs {
 			bc := tether.DefaultBackendConfig(d.typ, d.dsn)
@@ -295,7 +295,7 @@ func TestReload_Refused(t *testing.T) {
 // once; the transaction goes on and commits on the old pool, which closes
 // after.
 func TestReload_RemovedBackendWithOpenTransaction(t *testing.T) {
-	dbs := loopDBs(t)
+	dbs := optionalLoopDBs(t)
 	sidePath := filepath.Join(t.TempDir(), "side.db")
 	given := map[string]tether.Backend{}
 	ts := startServerWith(t, func(c *tether.Config) {

@@ -35,7 +35,7 @@ func TestSnapshot_MovesAsRequestsRun(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for _, d := range loopDBs(t) {
+	for _, d := range optionalLoopDBs(t) {
 		dts := d.start(t, nil)
 		c := dial(t, dts)
 		c.ok(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: "SELECT 1"})

@@ -44,7 +44,23 @@ type loopDB struct {
 	p       func(n int) string
 }
 
+// loopDBs returns the loop-driven MariaDB and PostgreSQL backends to test
+// (TETHER_TEST_{MYSQL,POSTGRES}_POOL_DSN), and skips the test, saying why,
+// when there is none: a test of them must not pass having tested nothing.
+// With TETHER_REQUIRE_BACKENDS set, a missing one fails instead.
 func loopDBs(t *testing.T) []*loopDB {
+	t.Helper()
+	dbs := optionalLoopDBs(t)
+	if len(dbs) == 0 {
+		t.Skip("no database for the loop tests: set TETHER_TEST_MYSQL_POOL_DSN and/or TETHER_TEST_POSTGRES_POOL_DSN (make test does)")
+	}
+	return dbs
+}
+
+// optionalLoopDBs is loopDBs for a test that also runs without them (on
+// SQLite): none is not a skip.
+func optionalLoopDBs(t *testing.T) []*loopDB {
+	t.Helper()
 	var dbs []*loopDB
 	for _, typ := range []string{"mysql", "postgres"} {
 		// A database user of their own (scripts/lib/databases.sh), so that
