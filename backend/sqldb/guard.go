@@ -61,7 +61,7 @@ type dsnConnector struct {
 }
 
 func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
-func (c dsnConnector) Driver() driver.Driver                     { return c.drv }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
 type guardConnector struct{ c driver.Connector }
 
