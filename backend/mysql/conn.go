@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
@@ -34,6 +36,14 @@ import (
 // close per statement and fill the statement cache with one-offs. The
 // connection never announces CLIENT_MULTI_STATEMENTS, so a text holds one
 // statement, as a prepared one does.
+//
+// A schema change behind a prepared statement (DDL by any client, racing
+// the execute) can make the server refuse an execute with
+// ER_NEED_REPREPARE (1615) before the statement does any work. Outside a
+// transaction the statement is closed, prepared again and run once more,
+// its answer given in turn (retry); in a transaction the request fails with
+// tx_aborted naming the schema change (ErrSchemaChanged), and the statement
+// is prepared afresh at its next use.
 type conn struct {
 	drv      *driver
 	fd       int
@@ -52,7 +62,7 @@ type conn struct {
 
 	stmts   stmtCache
 	pending []*sqlpool.Request // accepted, waiting behind a prepare to be written
-	blocked bool               // a prepare is in flight: pending waits for its answer
+	blocked int                // prepares in flight: pending waits for their answers
 	exp     []expect           // answers awaited, oldest first
 	rs      resultState        // the state of the answer being decoded
 	okp     ok                 // scratch
@@ -60,6 +70,16 @@ type conn struct {
 	closed  bool
 	// flushDue: registered to flush at the end of the loop's turn.
 	flushDue bool
+	// inTx: the last OK said a transaction is open (SERVER_STATUS_IN_TRANS).
+	inTx bool
+
+	// While a statement is run again after ER_NEED_REPREPARE (retry), the
+	// requests sent and not answered, in the order sent: the pool takes
+	// answers in that order, and the retried one's comes after those
+	// written behind it. early holds the answers that wait for it.
+	reordering bool
+	order      []*sqlpool.Request
+	early      []*sqlpool.Request
 }
 
 // expectKind is the kind of answer a command gets.
@@ -82,6 +102,11 @@ type expect struct {
 	h    hints // what the statement's text says of session state
 	last bool  // the request is complete with this answer
 	err  error // expLocal's outcome
+	// retried: the statement was prepared again once already for r.
+	retried bool
+	// fake: the command sent is DO 0 in place of the execute, whose answer
+	// a test hook (testHookStale) turns into ER_NEED_REPREPARE.
+	fake bool
 }
 
 // resultState follows the decoding of one answer over its packets.
@@ -144,6 +169,9 @@ func (c *conn) fail(err error) {
 
 // Send implements sqlpool.ServerConn.
 func (c *conn) Send(r *sqlpool.Request) {
+	if c.reordering {
+		c.order = append(c.order, r)
+	}
 	c.pending = append(c.pending, r)
 	c.writePending()
 }
@@ -151,7 +179,7 @@ func (c *conn) Send(r *sqlpool.Request) {
 // writePending writes the requests waiting, up to the first that needs a
 // statement prepared, and flushes.
 func (c *conn) writePending() {
-	for !c.blocked && len(c.pending) > 0 && !c.closed {
+	for c.blocked == 0 && len(c.pending) > 0 && !c.closed {
 		r := c.pending[0]
 		n := copy(c.pending, c.pending[1:])
 		c.pending[n] = nil
@@ -187,12 +215,10 @@ func (c *conn) write(r *sqlpool.Request) {
 		st := c.stmts.get(r.SQL)
 		if st == nil {
 			st = &stmt{sql: r.SQL, hints: sessionHints(r.SQL)}
-			c.command(gomysql.COM_STMT_PREPARE, r.SQL)
-			c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st})
-			c.blocked = true
+			c.prepare(r, st, false)
 			return
 		}
-		c.execute(r, st)
+		c.execute(r, st, false)
 	case sqlpool.KindBegin:
 		c.query(r, "START TRANSACTION", true)
 	case sqlpool.KindCommit:
@@ -222,6 +248,15 @@ func (c *conn) write(r *sqlpool.Request) {
 	default:
 		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true, err: fmt.Errorf("mysql: request kind %s", r.Kind)})
 	}
+}
+
+// prepare writes COM_STMT_PREPARE for r's statement st; r's execute waits
+// for its answer, and the requests behind r with it. retried: st is prepared
+// again for r after ER_NEED_REPREPARE.
+func (c *conn) prepare(r *sqlpool.Request, st *stmt, retried bool) {
+	c.command(gomysql.COM_STMT_PREPARE, r.SQL)
+	c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st, retried: retried})
+	c.blocked++
 }
 
 // query writes a text-protocol statement (tetherd's own: no parameters).
@@ -273,11 +308,17 @@ func appendPackets(dst, payload []byte, seq byte) []byte {
 }
 
 // execute writes COM_STMT_EXECUTE for r on the prepared st, with r's
-// parameters bound in the binary protocol.
-func (c *conn) execute(r *sqlpool.Request, st *stmt) {
+// parameters bound in the binary protocol. retried: st was prepared again
+// for r after ER_NEED_REPREPARE.
+func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if len(r.Params) != st.nparams {
 		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
 			err: tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", st.nparams, len(r.Params))})
+		return
+	}
+	if h := testHookStale.Load(); h != nil && (*h)(st.sql) {
+		c.command(gomysql.COM_QUERY, "DO 0")
+		c.expectResult(expect{kind: expResult, r: r, st: st, h: st.hints, retried: retried, fake: true})
 		return
 	}
 	start := c.beginPacket()
@@ -313,7 +354,7 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt) {
 		}
 	}
 	c.endPacket(start)
-	c.expectResult(expect{kind: expResult, r: r, st: st, h: st.hints})
+	c.expectResult(expect{kind: expResult, r: r, st: st, h: st.hints, retried: retried})
 }
 
 // text writes a request without parameters as COM_QUERY.
@@ -516,6 +557,9 @@ func (c *conn) handle(p []byte) {
 		return
 	}
 	e := &c.exp[0]
+	if e.fake && c.rs.phase == phaseFirst {
+		p = errNeedReprepare
+	}
 	switch e.kind {
 	case expPrepare:
 		c.onPrepare(e, p)
@@ -557,7 +601,7 @@ func (c *conn) onPrepare(e *expect, p []byte) {
 		r.Err = c.drv.classify(parseErr(p))
 		c.pop()
 		c.finish(r)
-		c.blocked = false
+		c.blocked--
 		c.writePending()
 	default:
 		c.fail(errMalformed)
@@ -567,11 +611,11 @@ func (c *conn) onPrepare(e *expect, p []byte) {
 // prepared caches the statement, writes the EXECUTE that waited for it and
 // the requests behind it.
 func (c *conn) prepared(e *expect) {
-	r, st := e.r, e.st
+	r, st, retried := e.r, e.st, e.retried
 	c.pop()
 	c.stmts.put(st, c)
-	c.blocked = false
-	c.execute(r, st)
+	c.blocked--
+	c.execute(r, st, retried)
 	c.writePending()
 }
 
@@ -671,6 +715,7 @@ func (c *conn) ended(e *expect, p []byte) {
 		return
 	}
 	r := e.r
+	c.inTx = o.status&gomysql.SERVER_STATUS_IN_TRANS != 0
 	c.drv.report(o, r, e.h)
 	if (e.kind == expResult || e.kind == expText) && c.rs.results == 0 {
 		r.Affected, r.InsertID = int64(o.affected), int64(o.insertID)
@@ -688,10 +733,87 @@ func (c *conn) ended(e *expect, p []byte) {
 
 // errored handles an ERR that ends an answer.
 func (c *conn) errored(e *expect, p []byte) {
+	if e.kind == expResult && c.rs.phase == phaseFirst && c.rs.results == 0 && e.r.Err == nil &&
+		len(p) >= 3 && binary.LittleEndian.Uint16(p[1:]) == erNeedReprepare {
+		c.stale(e, p)
+		return
+	}
 	if e.r.Err == nil {
 		e.r.Err = c.drv.classify(parseErr(p))
 	}
 	c.completed(e)
+}
+
+// erNeedReprepare is ER_NEED_REPREPARE: "Prepared statement needs to be
+// re-prepared", an execute refused, before any work, for a schema change.
+const erNeedReprepare = 1615
+
+// errNeedReprepare is the ERR packet testHookStale fakes.
+var errNeedReprepare = append([]byte{0xff, erNeedReprepare & 0xff, erNeedReprepare >> 8, '#', 'H', 'Y', '0', '0', '0'},
+	"Prepared statement needs to be re-prepared"...)
+
+// testHookStale, set by tests only, reports whether the execute of a
+// statement is to be answered ER_NEED_REPREPARE: DO 0 is sent in its place
+// (the statement does not run) and its OK taken for that error.
+var testHookStale atomic.Pointer[func(sql string) bool]
+
+// stale handles ER_NEED_REPREPARE ending the answer to an execute (e): the
+// statement ran nothing. It is closed on this connection; outside a
+// transaction it is prepared again and run once more, its answer held so
+// that requests are answered in the order sent; in one, or when it was
+// retried already, the request fails.
+func (c *conn) stale(e *expect, p []byte) {
+	r, st, retried := e.r, e.st, e.retried
+	c.pop()
+	c.stmts.remove(st, c)
+	se := parseErr(p)
+	switch {
+	case !c.inTx && !retried && !r.State.Abandoned:
+		c.holdOrder(r)
+		for i := range c.exp {
+			if c.exp[i].r == r {
+				c.exp[i].last = false // the collation read written after it: the retry writes its own
+			}
+		}
+		c.prepare(r, &stmt{sql: r.SQL, hints: sessionHints(r.SQL)}, true)
+		c.flushLater()
+		return
+	case c.inTx:
+		code := strconv.Itoa(erNeedReprepare)
+		var pe *serverError
+		errors.As(se, &pe)
+		r.Err = &tether.Error{Code: tether.CodeTxAborted, Retry: true, BackendCode: code,
+			Message: "mysql: the schema changed under a prepared statement (" + pe.Message + ") in this transaction: " +
+				"the statement did not run; roll the transaction back and run it again; the statement is prepared afresh at its next use",
+			Err: fmt.Errorf("%w: %w", ErrSchemaChanged, se)}
+	default:
+		r.Err = c.drv.classify(se)
+	}
+	for i := range c.exp {
+		if c.exp[i].r == r {
+			// The collation read written after it ends the request, as usual.
+			c.drainLocal()
+			return
+		}
+	}
+	c.finish(r)
+	c.drainLocal()
+}
+
+// holdOrder starts holding answers so that r, about to run again, is
+// answered before the requests sent after it.
+func (c *conn) holdOrder(r *sqlpool.Request) {
+	if c.reordering {
+		return // r is in order already
+	}
+	c.reordering = true
+	c.order = append(c.order[:0], r)
+	for i := range c.exp {
+		if q := c.exp[i].r; q != nil && !slices.Contains(c.order, q) {
+			c.order = append(c.order, q)
+		}
+	}
+	c.order = append(c.order, c.pending...)
 }
 
 // unpooledWhy names, for logs, what the text filter looks for.
@@ -734,9 +856,29 @@ func (c *conn) drainLocal() {
 	}
 }
 
+// finish answers r to the pool; while a retry is held (holdOrder), once
+// every request sent before it has been answered.
 func (c *conn) finish(r *sqlpool.Request) {
-	if !c.closed {
+	if c.closed {
+		return
+	}
+	if !c.reordering {
 		c.pc.Done(r)
+		return
+	}
+	c.early = append(c.early, r)
+	for !c.closed && len(c.order) > 0 {
+		i := slices.Index(c.early, c.order[0])
+		if i < 0 {
+			return
+		}
+		c.early = slices.Delete(c.early, i, i+1)
+		q := c.order[0]
+		c.order = slices.Delete(c.order, 0, 1)
+		if len(c.order) == 0 {
+			c.reordering = false
+		}
+		c.pc.Done(q) // may send more (Send appends them to order)
 	}
 }
 
@@ -786,6 +928,19 @@ func (s *stmtCache) put(st *stmt, c *conn) {
 		c.out = binary.LittleEndian.AppendUint32(c.out, victim.id)
 		c.endPacket(start)
 	}
+}
+
+// remove closes st on c, if it is the statement cached for its SQL.
+func (s *stmtCache) remove(st *stmt, c *conn) {
+	if s.m[st.sql] != st {
+		return
+	}
+	s.lru.Remove(st.elem)
+	delete(s.m, st.sql)
+	start := c.beginPacket()
+	c.out = append(c.out, gomysql.COM_STMT_CLOSE)
+	c.out = binary.LittleEndian.AppendUint32(c.out, st.id)
+	c.endPacket(start)
 }
 
 // clear forgets every statement (the server dropped them).

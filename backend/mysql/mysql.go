@@ -220,6 +220,11 @@ func (d *driver) onSide(ctx context.Context, f func(*sql.Conn) error) error {
 // errSideClosed: the backend is closed, and its side connection with it.
 var errSideClosed = errors.New("mysql: backend closed: no side connection")
 
+// ErrSchemaChanged is wrapped by the tx_aborted error of a statement in a
+// transaction that the server refused with ER_NEED_REPREPARE: a schema
+// change came between its prepare and its execute. It did not run.
+var ErrSchemaChanged = errors.New("schema changed under a prepared statement")
+
 func isUnknownThread(err error) bool {
 	var me *gosql.MySQLError
 	return errors.As(err, &me) && me.Number == 1094

@@ -3,8 +3,10 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -254,5 +256,141 @@ func TestBackend_SchemaChanges(t *testing.T) {
 		Placeholder: func(int) string { return "?" },
 		AlterType:   "ALTER TABLE {table} MODIFY v VARCHAR(64)",
 		TextType:    "VARCHAR(64)",
+	})
+}
+
+// TestBackend_NeedReprepare: an execute the server refuses with
+// ER_NEED_REPREPARE (1615, a schema change between prepare and execute; here
+// faked by a hook, as the race is hard to provoke in a bounded test) ran
+// nothing. Outside a transaction the statement is prepared again and run
+// once, its answer in turn among requests pipelined behind it; in one the
+// request fails with tx_aborted naming the schema change. Before, the client
+// got the 1615 error.
+func TestBackend_NeedReprepare(t *testing.T) {
+	cfg := tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"))
+	cfg.MaxConns, cfg.MinConns = 1, 1 // every statement on the same session, pipelined
+	b, ctx := openBackend(t, cfg)
+	for _, sql := range []string{"DROP TABLE IF EXISTS t_reprepare", "CREATE TABLE t_reprepare (id BIGINT AUTO_INCREMENT PRIMARY KEY, v TEXT)"} {
+		if _, err := b.Exec(ctx, tether.Statement{SQL: sql}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { b.Exec(ctx, tether.Statement{SQL: "DROP TABLE IF EXISTS t_reprepare"}) })
+	status := func(name string) int64 {
+		r, err := b.Query(ctx, tether.Statement{SQL: "SHOW SESSION STATUS LIKE '" + name + "'"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		fmt.Sscan(fmt.Sprint(r.Rows[0][1]), &n)
+		return n
+	}
+	const insert = "INSERT INTO t_reprepare (v) VALUES (?) /*stale*/"
+	const query = "SELECT v, ? FROM t_reprepare WHERE v = ? /*stale*/"
+	// Prepared once, then the hook refuses the next execute of each.
+	if _, err := b.Exec(ctx, tether.Statement{SQL: insert, Params: []any{"warm"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Query(ctx, tether.Statement{SQL: query, Params: []any{int64(0), "warm"}}); err != nil {
+		t.Fatal(err)
+	}
+	status("Com_stmt_prepare")
+	prepares := status("Com_stmt_prepare")
+	// The hook refuses the next execute of each armed statement.
+	var mu sync.Mutex
+	armed, faked := map[string]bool{}, map[string]int{}
+	arm := func(sql string) {
+		mu.Lock()
+		armed[sql] = true
+		mu.Unlock()
+	}
+	restore := mysql.SetStaleHook(func(sql string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !armed[sql] {
+			return false
+		}
+		delete(armed, sql)
+		faked[sql]++
+		return true
+	})
+	defer restore()
+	arm(insert)
+	arm(query)
+
+	t.Run("OutsideTx", func(t *testing.T) {
+		// Bystanders pipelined on the same connection keep their answers.
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := b.Query(ctx, tether.Statement{SQL: "SELECT ? AS n", Params: []any{int64(i)}})
+				if err != nil {
+					errs <- err
+				} else if fmt.Sprint(r.Rows[0][0]) != fmt.Sprint(i) {
+					errs <- fmt.Errorf("bystander %d got %v", i, r.Rows)
+				}
+			}()
+		}
+		res, err := b.Exec(ctx, tether.Statement{SQL: insert, Params: []any{"a"}})
+		if err != nil {
+			t.Fatalf("insert refused once with 1615: %v, want it retried", err)
+		}
+		if res.Affected != 1 {
+			t.Errorf("insert: %d affected, want 1", res.Affected)
+		}
+		qr, err := b.Query(ctx, tether.Statement{SQL: query, Params: []any{int64(7), "a"}})
+		if err != nil {
+			t.Fatalf("query refused once with 1615: %v, want it retried", err)
+		}
+		if len(qr.Rows) != 1 || fmt.Sprint(qr.Rows[0]) != "[a 7]" {
+			t.Errorf("query: %v, want one row [a 7] (the insert ran once)", qr.Rows)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		mu.Lock()
+		n := len(faked)
+		mu.Unlock()
+		if n != 2 {
+			t.Errorf("the hook refused %d statements, want 2", n)
+		}
+		// Each was prepared again (plus the status statement's own prepare).
+		if d := status("Com_stmt_prepare") - prepares; d < 2 {
+			t.Errorf("%d prepares after the refusals, want each statement prepared again", d)
+		}
+	})
+
+	t.Run("InTx", func(t *testing.T) {
+		const inTx = "UPDATE t_reprepare SET v = ? WHERE v = 'a' /*stale*/"
+		if _, err := b.Exec(ctx, tether.Statement{SQL: inTx, Params: []any{"a"}}); err != nil { // prepared
+			t.Fatal(err)
+		}
+		tx, err := b.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		arm(inTx)
+		_, err = tx.Exec(ctx, tether.Statement{SQL: inTx, Params: []any{"b"}})
+		var te *tether.Error
+		if !errors.As(err, &te) || te.Code != tether.CodeTxAborted || !errors.Is(err, mysql.ErrSchemaChanged) || !strings.Contains(te.Message, "schema changed") {
+			t.Fatalf("statement refused with 1615 in a transaction: %v, want tx_aborted naming the schema change", err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if faked[inTx] != 1 {
+			t.Errorf("the hook refused the statement %d times, want 1", faked[inTx])
+		}
+		// Prepared afresh at its next use.
+		res, err := b.Exec(ctx, tether.Statement{SQL: inTx, Params: []any{"c"}})
+		if err != nil || res.Affected != 1 {
+			t.Fatalf("the statement after the transaction: %v %v, want 1 row changed", res, err)
+		}
 	})
 }

@@ -354,10 +354,17 @@ func (d *DB) Begin(ctx context.Context) (tether.Tx, error) {
 	return &Tx{db: d, conn: c, tx: tx}, nil
 }
 
-// wrap classifies a driver error for the wire.
+// wrap classifies a driver error for the wire. A DriverPanic is panicked
+// again, now that database/sql has let go of its connection (discarded, not
+// reused), for the caller's recover to answer internal and, in a
+// transaction, give it up (Tx.Discard).
 func (d *DB) wrap(err error) error {
 	if err == nil {
 		return nil
+	}
+	var dp *DriverPanic
+	if errors.As(err, &dp) {
+		panic(dp)
 	}
 	var te *tether.Error
 	if errors.As(err, &te) {

@@ -55,7 +55,9 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 				return nil, fmt.Errorf("create directory of %s: %w", path, err)
 			}
 		}
-		return sql.Open("sqlite3", dsn)
+		// sqldb.Open guards the driver: a panic in it discards its
+		// connection instead of leaking a pool slot.
+		return sqldb.Open(&sqlite3.SQLiteDriver{}, dsn)
 	})
 	return b, nil
 }

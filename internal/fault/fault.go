@@ -23,6 +23,10 @@ const (
 	// BatchOp: one operation of a batch about to run on a worker goroutine.
 	// The detail is its SQL, or its op and table.
 	BatchOp
+	// DriverCall: a database/sql driver call (a statement's or a
+	// connection's query or exec) about to run, inside backend/sqldb's guard
+	// around the driver. The detail is the statement's SQL.
+	DriverCall
 )
 
 var hook atomic.Pointer[func(Point, string)]
