@@ -57,8 +57,7 @@ final class Transaction
      */
     public function query(string $sql, array $params = [], ?int $timeoutMs = null): array
     {
-        return Reply::rows($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat)))
-            ?? throw $this->connection->malformedReply('query');
+        return $this->call(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat), 'rows');
     }
 
     /**
@@ -70,9 +69,7 @@ final class Transaction
      */
     public function queryOne(string $sql, array $params = [], ?int $timeoutMs = null): ?array
     {
-        $row = Reply::first($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat)));
-
-        return $row !== false ? $row : throw $this->connection->malformedReply('query');
+        return $this->call(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat), 'first');
     }
 
     /**
@@ -83,8 +80,7 @@ final class Transaction
      */
     public function queryNumeric(string $sql, array $params = [], ?int $timeoutMs = null): NumericResult
     {
-        return Reply::numeric($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat)))
-            ?? throw $this->connection->malformedReply('query');
+        return $this->call(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, false, $this->timeFormat), 'numeric');
     }
 
     /**
@@ -95,8 +91,7 @@ final class Transaction
      */
     public function queryColumns(string $sql, array $params = [], ?int $timeoutMs = null): ColumnarResult
     {
-        return Reply::columns($this->send(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, true, $this->timeFormat)))
-            ?? throw $this->connection->malformedReply('query');
+        return $this->call(Request::statement('query', $sql, $params, null, $this->handle, $timeoutMs, true, $this->timeFormat), 'columns');
     }
 
     /**
@@ -106,8 +101,7 @@ final class Transaction
      */
     public function execute(string $sql, array $params = [], ?int $timeoutMs = null): ExecResult
     {
-        return Reply::exec($this->send(Request::statement('exec', $sql, $params, null, $this->handle, $timeoutMs)))
-            ?? throw $this->connection->malformedReply('exec');
+        return $this->call(Request::statement('exec', $sql, $params, null, $this->handle, $timeoutMs), 'exec');
     }
 
     /**
@@ -183,16 +177,22 @@ final class Transaction
     }
 
     /**
-     * @param array<string, mixed> $request
-     * @return array<mixed>
+     * call is the one path of this transaction's statements, as Client's is of its calls: it sends $request in
+     * this transaction's epoch and returns the reply decoded as Reply::decode() does for $as.
+     *
+     * @param array<string, mixed> $request a map from Request
+     * @throws LogicException the transaction was already committed or rolled back (nothing is sent)
+     * @throws ServerException|CommunicationException|UnknownOutcomeException as query() (a malformed reply: "tetherd
+     *                                                sent a malformed reply to <the request's op>")
      */
-    private function send(array $request): array
+    private function call(array $request, string $as): mixed
     {
         if ($this->state !== self::OPEN) {
             throw new LogicException(\sprintf('transaction %d is already %s', $this->handle, $this->state));
         }
+        $result = Reply::decode($as, $this->connection->request($request, $this->timeout, $this->maxFrameBytes, $this->epoch));
 
-        return $this->connection->request($request, $this->timeout, $this->maxFrameBytes, $this->epoch);
+        return $result !== false ? $result : throw $this->connection->malformedReply($request['op']);
     }
 
     private function finish(string $state): void

@@ -19,6 +19,35 @@ use Tether\ScanResult;
 final class Reply
 {
     /**
+     * decode turns a successful reply into what a Client or Transaction method returns, as $as says: the name of
+     * the function of this class that decodes it (rows, first, numeric, columns, page, sparseRows with $count,
+     * exec, affected, counter, http), `tx` for the handle of a `begin` reply, or `reply` for the map as it is
+     * (ping). It is the one table from method to decoder; a new kind of reply is one more arm here.
+     *
+     * @param array<mixed> $reply
+     * @param int $count for sparseRows: the number of keys asked for
+     * @return mixed false when the reply does not have the shape docs/protocol.md gives it (no decoded value is
+     *               false: first() returns null for no row, checkAndMutate's bool is made from affected())
+     */
+    public static function decode(string $as, array $reply, int $count = 0): mixed
+    {
+        return match ($as) {
+            'first' => self::first($reply),
+            'rows' => self::rows($reply) ?? false,
+            'numeric' => self::numeric($reply) ?? false,
+            'columns' => self::columns($reply) ?? false,
+            'page' => self::page($reply) ?? false,
+            'sparseRows' => self::sparseRows($reply, $count) ?? false,
+            'exec' => self::exec($reply) ?? false,
+            'affected' => self::affected($reply) ?? false,
+            'counter' => self::counter($reply) ?? false,
+            'http' => self::http($reply) ?? false,
+            'tx' => \is_int($reply['tx'] ?? null) ? $reply['tx'] : false,
+            'reply' => $reply,
+        };
+    }
+
+    /**
      * rows turns a `query` reply {columns, rows} into a list of associative rows (column name => value), at most
      * $limit of them. A row is built with one array_combine, no per-cell work; with a repeated column name the
      * last one's value wins, at the first one's place, as in PDO's FETCH_ASSOC (numeric() keeps every column).
