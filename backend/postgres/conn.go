@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,13 +69,9 @@ type conn struct {
 	closed    bool
 	flushDue  bool // registered to flush at the end of the loop's turn
 
-	// While a statement is run again after a stale prepare (retry), the
-	// requests sent and not answered, in the order sent: the pool takes
-	// answers in that order, and the retried one's comes after those
-	// written behind it. early holds the answers that wait for it.
-	reordering bool
-	order      []*sqlpool.Request
-	early      []*sqlpool.Request
+	// answers keeps answers in the order sent while a statement runs again
+	// after a stale prepare (retry).
+	answers sqlpool.AnswerOrder
 	// txDDL: DDL ran in the open transaction; its tables' statements are
 	// retired again when it ends (txDDLTables, or all of them).
 	txDDL       bool
@@ -152,9 +147,7 @@ func (c *conn) fail(err error) {
 
 // Send implements sqlpool.ServerConn.
 func (c *conn) Send(r *sqlpool.Request) {
-	if c.reordering {
-		c.order = append(c.order, r)
-	}
+	c.answers.Sent(r)
 	c.pending = append(c.pending, r)
 	c.writePending()
 }
@@ -702,17 +695,11 @@ func (c *conn) ddlDone(st *stmt, inTx bool) {
 // holdOrder starts holding answers so that r, about to run again, is
 // answered before the requests sent after it.
 func (c *conn) holdOrder(r *sqlpool.Request) {
-	if c.reordering {
-		return // r is in order already
-	}
-	c.reordering = true
-	c.order = append(c.order[:0], r)
+	inflight := make([]*sqlpool.Request, len(c.exp))
 	for i := range c.exp {
-		if q := c.exp[i].r; q != nil && !slices.Contains(c.order, q) {
-			c.order = append(c.order, q)
-		}
+		inflight[i] = c.exp[i].r
 	}
-	c.order = append(c.order, c.pending...)
+	c.answers.Hold(r, inflight, c.pending)
 }
 
 // decodeRow hands a DataRow's cells to the request's sink.
@@ -822,25 +809,14 @@ func (c *conn) finish(r *sqlpool.Request) {
 	if c.closed {
 		return
 	}
-	if !c.reordering {
-		c.pc.Done(r)
+	if !c.answers.Holding() {
+		c.pc.Done(r) // the hot path: no retry in progress
 		return
 	}
-	c.early = append(c.early, r)
-	for !c.closed && len(c.order) > 0 {
-		i := slices.Index(c.early, c.order[0])
-		if i < 0 {
-			return
-		}
-		c.early = slices.Delete(c.early, i, i+1)
-		q := c.order[0]
-		c.order = slices.Delete(c.order, 0, 1)
-		if len(c.order) == 0 {
-			c.reordering = false
-		}
-		c.pc.Done(q) // may send more (Send appends them to order)
-	}
+	c.answers.Finish(r, c.isClosed, c.pc.Done) // Done may send more: Send keeps them in order
 }
+
+func (c *conn) isClosed() bool { return c.closed }
 
 // stmt is a statement prepared on one connection.
 type stmt struct {
