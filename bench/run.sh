@@ -6,16 +6,19 @@
 #   bash bench/run.sh [--quick] [--write]
 #
 # --quick and --write (or BENCH_QUICK=1 / BENCH_WRITE=1) are passed to each; each prints its markdown on stdout.
-# For a suite's own options, run its command directly.
+# For a suite's own options, run its command directly. The full run takes about 45 minutes on a 2-vCPU VM (the web
+# benchmark most of it: 20 to 30, the application pages about 12); --quick about 10 (see `make bench`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib/bench.sh
+source "$ROOT/bench/lib/bench.sh"
 args=()
 while (($#)); do
 	case $1 in
 	--quick | --write) args+=("$1") ;;
 	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+		bench_usage "$ROOT/bench/run.sh"
 		exit 0
 		;;
 	*)

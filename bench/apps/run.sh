@@ -41,46 +41,11 @@ cd "$ROOT"
 # shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/databases.sh"
 
-QUICK=${BENCH_QUICK:-0}
-WRITE=${BENCH_WRITE:-0}
-SERVERS=apache,nginx
-SERVE=0
-ARGS=("$@")
-BENCH_ARGS=()
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--write) WRITE=1 ;;
-	--serve) SERVE=1 ;;
-	--servers)
-		SERVERS=${2:?--servers needs a list}
-		shift
-		;;
-	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
-	--)
-		shift
-		BENCH_ARGS=("$@")
-		break
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
-[[ "$QUICK" == 1 && "$WRITE" == 1 ]] && die "--write with --quick would replace the recorded numbers with quick ones; drop one"
-for s in ${SERVERS//,/ }; do
-	[[ "$s" == apache || "$s" == nginx ]] || die "--servers: unknown server $s (apache, nginx)"
-done
-if ! is_root; then
-	# The web servers run their PHP workers as www-data, as in production: that takes root.
-	if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
-		die "bench/apps/run.sh must run as root (its PHP workers run as www-data), and sudo -n is not available"
-	fi
-	log "app bench: not root; running again through sudo"
-	exec sudo -n -E env "PATH=$PATH" bash "${BASH_SOURCE[0]}" "${ARGS[@]}"
-fi
+# shellcheck source=bench/lib/bench.sh
+source "$ROOT/bench/lib/bench.sh"
+
+bench_parse_args "$ROOT/bench/apps/run.sh" --web -- "$@"
+bench_rerun_as_root bench/apps/run.sh "app bench"
 
 APPS=$ROOT/var/bench/apps
 DOC=$ROOT/docs/benchmarks.md
@@ -118,78 +83,21 @@ stop_all() {
 	TETHERD_PID=''
 	stop_mariadb
 }
-cleanup() {
-	local rc=$?
-	set +e
-	trap - INT TERM
-	stop_all
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_trap stop_all
 
-# stop_leftover PIDFILE EXE stops the process a killed earlier run left behind: only if PIDFILE names a live process
-# running EXE (basename) whose command line mentions $APPS (its config), so a recycled pid is never hit.
-stop_leftover() {
-	local pidfile=$1 exe=$2 pid
-	[[ -r "$pidfile" ]] || return 0
-	pid=$(head -n 1 "$pidfile" 2>/dev/null) || return 0
-	if pid_alive "$pid" && [[ "$(basename "$(readlink -f "/proc/$pid/exe" 2>/dev/null)")" == "$exe" ]] &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$APPS"; then
-		log "stopping $exe left over from an earlier run (pid $pid)"
-		stop_pid "$pid" "$exe" 20
-	fi
-}
 if [[ -e "$APPS" || -L "$APPS" ]]; then
-	stop_leftover "$APPS/apache/apache2.pid" apache2
-	stop_leftover "$APPS/nginx/nginx.pid" nginx
-	stop_leftover "$APPS/fpm/php-fpm.pid" php-fpm8.2
-	stop_leftover "$APPS/tetherd/tetherd.pid" tetherd
+	stop_leftover "$APPS" apache/apache2.pid apache2
+	stop_leftover "$APPS" nginx/nginx.pid nginx
+	stop_leftover "$APPS" fpm/php-fpm.pid php-fpm8.2
+	stop_leftover "$APPS" tetherd/tetherd.pid tetherd
 	clean_db_dir "$APPS/mariadb"
-	real=$(readlink -f "$APPS")
-	rm -rf -- "$APPS"
-	[[ "$real" == /tmp/tether-apps.* ]] && rm -rf -- "$real"
+	remove_workdir "$APPS" tether-apps
 fi
 
 # PHP runs as www-data: it must reach the sockets and files under APPS. When it cannot (a checkout under /root, say),
 # APPS lives in /tmp, with var/bench/apps a symlink to it.
-mkdir -p "$APPS"
-if ! runuser -u www-data -- test -x "$APPS"; then
-	rmdir "$APPS"
-	tmp=$(mktemp -d /tmp/tether-apps.XXXXXX)
-	chmod 755 "$tmp"
-	ln -s "$tmp" "$APPS"
-	log "app bench: www-data cannot reach $APPS; using $tmp (symlinked from $APPS)"
-fi
+make_workdir "$APPS" tether-apps "app bench" www-data
 mkdir -p "$APPS"/{run,tetherd,nginx/tmp,fpm,apache,results,mariadb-tmp}
-
-# render TEMPLATE OUT NAME=VALUE... writes TEMPLATE with each @NAME@ replaced by VALUE; fails if any @...@ is left.
-render() {
-	local tpl=$1 out=$2 kv args=()
-	shift 2
-	for kv in "$@"; do
-		args+=(-e "s|@${kv%%=*}@|${kv#*=}|g")
-	done
-	sed "${args[@]}" "$tpl" >"$out"
-	! grep -n '@[A-Z_]*@' "$out" >&2 || die "render $tpl: placeholders left in $out"
-}
-
-# await WHAT PID LOG SECONDS CMD... runs CMD until it succeeds; fails when PID dies or after SECONDS, showing LOG.
-await() {
-	local what=$1 pid=$2 logf=$3 timeout=$4 deadline=$((SECONDS + $4))
-	shift 4
-	until "$@" >/dev/null 2>&1; do
-		pid_alive "$pid" || { tail_file "$logf"; die "$what exited during startup"; }
-		((SECONDS < deadline)) || { tail_file "$logf"; die "$what: not ready after ${timeout}s"; }
-		sleep 0.1
-	done
-}
-
-# has_children PID N succeeds when PID has at least N child processes (a web server's workers).
-has_children() {
-	(($(pgrep -c -P "$1") >= $2))
-}
 
 # ---------------------------------------------------------------------------------------------------------------
 # The Tether integrations of the two frameworks (written alongside this benchmark): where they are
@@ -360,21 +268,15 @@ if [[ "$SERVE" == 1 ]]; then
 	exit 0
 fi
 
-quick_args=()
-[[ "$QUICK" == 1 ]] && quick_args=(--quick)
 export BENCH_APPS_CONFIG=$WWW/config.php TETHERD_PID MARIADB_PID
 export CLK_TCK=${CLK_TCK:-$(getconf CLK_TCK)}
 phase_files=()
 for server in ${SERVERS//,/ }; do
 	"start_$server"
 	log "app bench: $server: running bench/apps/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
-	# In the background and waited for, so that a signal runs the EXIT trap at once.
-	php -d memory_limit=1G bench/apps/bench.php phase --server "$server" --url "$URL" --web-pids "$WEB_PIDS" \
-		--workers "$WORKERS" --out "$APPS/results/$server.json" "${quick_args[@]}" "${BENCH_ARGS[@]}" &
-	BENCH_PHP_PID=$!
 	rc=0
-	wait "$BENCH_PHP_PID" || rc=$?
-	BENCH_PHP_PID=
+	bench_run_bg php -d memory_limit=1G bench/apps/bench.php phase --server "$server" --url "$URL" --web-pids "$WEB_PIDS" \
+		--workers "$WORKERS" --out "$APPS/results/$server.json" "${QUICK_ARGS[@]}" "${BENCH_ARGS[@]}" || rc=$?
 	if ((rc != 0)); then
 		tail_file "$WEB_LOG" 20
 		die "bench/apps/bench.php failed against $server (exit $rc); logs in $APPS"
@@ -383,21 +285,17 @@ for server in ${SERVERS//,/ }; do
 	stop_web
 	phase_files+=("$APPS/results/$server.json")
 done
-[[ -s "$APPS/tetherd/tetherd.log" ]] && { warn "tetherd logged warnings or errors during the run:"; tail_file "$APPS/tetherd/tetherd.log" 20; }
+warn_logged "$APPS/tetherd/tetherd.log"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Report
 
-cmd="bash bench/apps/run.sh"
-((${#ARGS[@]})) && cmd+=" ${ARGS[*]}"
-for v in BENCH_QUICK BENCH_WRITE; do
-	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
-done
-export BENCH_APPS_CMD=$cmd BENCH_APPS_DATE=$BENCH_DATE BENCH_APPS_LOAD_BEFORE=$LOAD_BEFORE
+BENCH_APPS_CMD=$(bench_cmd bench/apps/run.sh)
+export BENCH_APPS_CMD BENCH_APPS_DATE=$BENCH_DATE BENCH_APPS_LOAD_BEFORE=$LOAD_BEFORE
 BENCH_APPS_LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
 export BENCH_APPS_WORKERS="apache2 prefork: $APACHE_WORKERS workers; php-fpm: pm = static, $FPM_CHILDREN workers"
 export BENCH_APPS_POOL=$POOL
-BENCH_APPS_MARIADB_VERSION=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
+BENCH_APPS_MARIADB_VERSION=$(mariadb_version)
 export BENCH_APPS_LOAD_AFTER BENCH_APPS_MARIADB_VERSION
 stop_all
 php bench/apps/bench.php report --json "$APPS/results/results.json" "${phase_files[@]}" >"$APPS/results/section.md"

@@ -58,29 +58,10 @@ cd "$ROOT"
 source "$ROOT/scripts/lib/databases.sh"
 # shellcheck source=scripts/lib/cassandra.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/cassandra.sh"
+# shellcheck source=bench/lib/bench.sh
+source "$ROOT/bench/lib/bench.sh"
 
-QUICK=${BENCH_QUICK:-0}
-WRITE=${BENCH_WRITE:-0}
-ARGS=("$@")
-BENCH_ARGS=()
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--write) WRITE=1 ;;
-	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
-	--)
-		shift
-		BENCH_ARGS=("$@")
-		break
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
-[[ "$QUICK" == 1 && "$WRITE" == 1 ]] && die "--write with --quick would replace the recorded numbers with quick ones; drop one"
+bench_parse_args "$ROOT/bench/cli/run.sh" -- "$@"
 
 WORK=$ROOT/var/bench
 DOC=$ROOT/docs/benchmarks.md
@@ -121,14 +102,7 @@ stop_servers() {
 	stop_mariadb
 	rm -rf "$WORK/tmp"
 }
-cleanup() {
-	local rc=$?
-	stop_servers
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_trap stop_servers
 
 mkdir -p "$WORK"
 # A tetherd left by a killed run: stop it only if it is our binary running our config.
@@ -237,27 +211,10 @@ log "bench: tetherd ready (pid $TETHERD_PID)"
 # ---------------------------------------------------------------------------------------------------------------
 # Machine facts, then the benchmark
 
-php_version=$(php -r 'echo PHP_VERSION;')
-maria_version=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
-pg_version=$("$TETHER_PG_BINDIR/postgres" --version | awk '{ print $3 }')
-go_version=$(go version | awk '{ print $3 }')
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-bench_date=$(date -u)
-# Other work on the machine skews everything; record how busy it was, and say so when it was.
-load_before=$(cut -d' ' -f1 /proc/loadavg)
-if awk -v l="$load_before" 'BEGIN { exit !(l > 0.5) }'; then
-	warn "load average is $load_before before the benchmark: something else is running; the numbers will be skewed"
-fi
+bench_facts
+pg_version=$(postgres_version)
+cmd=$(bench_cmd bench/cli/run.sh)
 
-cmd="bash bench/cli/run.sh"
-((${#ARGS[@]})) && cmd+=" ${ARGS[*]}"
-for v in BENCH_QUICK BENCH_WRITE; do
-	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
-done
-
-quick_args=()
-if [[ "$QUICK" == 1 ]]; then quick_args=(--quick); fi
 log "bench: running bench/cli/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
 export TETHER_SOCKET=$WORK/tether.sock TETHERD_PID MARIADB_SOCKET MARIADB_PID
 export BENCH_DB_NAME=$TETHER_DB_NAME BENCH_TETHER_DB_USER=$TETHER_DB_USER BENCH_MYSQLI_USER=bench BENCH_MYSQLI_PASSWORD=bench
@@ -267,13 +224,9 @@ export PG_PID BENCH_PG_DSN="host=$PG_SOCKET_DIR port=$PG_PORT dbname=$TETHER_DB_
 export BENCH_PG_ADMIN_DSN="host=$PG_SOCKET_DIR port=$PG_PORT dbname=$TETHER_DB_NAME user=postgres"
 rm -rf "$WORK/tmp" && mkdir -p "$WORK/tmp"
 export BENCH_TMPDIR=$WORK/tmp
-# In the background and waited for, so that a signal runs the EXIT trap at once rather than after bench.php.
-php -d memory_limit=512M bench/cli/bench.php "${quick_args[@]}" --json "$WORK/results.json" "${BENCH_ARGS[@]}" \
-	>"$WORK/results.md" &
-BENCH_PHP_PID=$!
 bench_rc=0
-wait "$BENCH_PHP_PID" || bench_rc=$?
-BENCH_PHP_PID=
+bench_run_bg php -d memory_limit=512M bench/cli/bench.php "${QUICK_ARGS[@]}" --json "$WORK/results.json" \
+	"${BENCH_ARGS[@]}" >"$WORK/results.md" || bench_rc=$?
 ((bench_rc == 0)) || die "bench/cli/bench.php failed (exit $bench_rc)"
 pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; die "tetherd died during the benchmark"; }
 
@@ -281,29 +234,22 @@ if [[ "${BENCH_NO_CLIENT:-}" == 1 ]]; then
 	warn "BENCH_NO_CLIENT=1: skipping the Cassandra part (bench/cli/cassandra.php needs the PHP client)"
 else
 	log "bench: running bench/cli/cassandra.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
-	BENCH_CASSANDRA_HOST=$CASSANDRA_HOST BENCH_CASSANDRA_ROLE=bench_cql BENCH_CASSANDRA_BACKEND=cass \
-		BENCH_CASSANDRA_VERSION=$TETHER_CASSANDRA_VERSION CASSANDRA_PID=$CASSANDRA_PID \
-		php bench/cli/cassandra.php "${quick_args[@]}" --json "$WORK/cassandra.json" >>"$WORK/results.md" &
-	BENCH_PHP_PID=$!
 	bench_rc=0
-	wait "$BENCH_PHP_PID" || bench_rc=$?
-	BENCH_PHP_PID=
+	bench_run_bg env BENCH_CASSANDRA_HOST="$CASSANDRA_HOST" BENCH_CASSANDRA_ROLE=bench_cql BENCH_CASSANDRA_BACKEND=cass \
+		BENCH_CASSANDRA_VERSION="$TETHER_CASSANDRA_VERSION" CASSANDRA_PID="$CASSANDRA_PID" \
+		php bench/cli/cassandra.php "${QUICK_ARGS[@]}" --json "$WORK/cassandra.json" >>"$WORK/results.md" || bench_rc=$?
 	((bench_rc == 0)) || die "bench/cli/cassandra.php failed (exit $bench_rc)"
 	pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; die "tetherd died during the Cassandra benchmark"; }
 fi
 load_after=$(cut -d' ' -f1 /proc/loadavg)
-if [[ -s "$WORK/tetherd.log" ]]; then
-	warn "tetherd logged warnings or errors during the run:"
-	tail_file "$WORK/tetherd.log" 20
-fi
+warn_logged "$WORK/tetherd.log"
 
 {
 	echo "### CLI round trips (bench/cli)"
 	echo
 	echo "Run on $bench_date with \`$cmd\`$([[ "$QUICK" == 1 ]] && echo ' (QUICK MODE: too few calls to quote)')."
 	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI), MariaDB $maria_version, PostgreSQL $pg_version, Cassandra $TETHER_CASSANDRA_VERSION, $go_version."
-	echo "Load average (1 min) before the run: $load_before, after: $load_after (the benchmark itself raises it; a high value"
-	echo "before means other work shared the CPUs)."
+	bench_load_lines "$load_before" "$load_after"
 	echo
 	echo "The machine is a shared, noisy VM: absolute microseconds move from run to run, so quote the ratios between rows"
 	echo "of one run, and tetherd's CPU per call under load, not the raw latencies."

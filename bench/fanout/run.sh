@@ -35,30 +35,11 @@ cd "$ROOT"
 unset MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN
 # shellcheck source=scripts/lib/databases.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/databases.sh"
+# shellcheck source=bench/lib/bench.sh
+source "$ROOT/bench/lib/bench.sh"
 
-QUICK=${BENCH_QUICK:-0}
-WRITE=${BENCH_WRITE:-0}
 MAX_PROCS_GIVEN=${TETHERD_MAX_PROCS:-}
-ARGS=("$@")
-BENCH_ARGS=()
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--write) WRITE=1 ;;
-	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
-	--)
-		shift
-		BENCH_ARGS=("$@")
-		break
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
-[[ "$QUICK" == 1 && "$WRITE" == 1 ]] && die "--write with --quick would replace the recorded numbers with quick ones; drop one"
+bench_parse_args "$ROOT/bench/fanout/run.sh" -- "$@"
 
 WORK=$ROOT/var/bench/fanout
 BIN=$WORK/bin
@@ -106,14 +87,7 @@ stop_servers() {
 	fi
 	stop_mariadb
 }
-cleanup() {
-	local rc=$?
-	stop_servers
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_trap stop_servers
 
 mkdir -p "$WORK" "$BIN"
 # A tetherd or sleepd left by a killed run: stop it only if it is our binary (by its path in var/bench/fanout).
@@ -229,46 +203,23 @@ log "fanout: tetherd ready (pid $TETHERD_PID)"
 # ---------------------------------------------------------------------------------------------------------------
 # Machine facts, then the benchmark
 
-php_version=$(php -r 'echo PHP_VERSION;')
+bench_facts
 curl_version=$(php -r 'echo curl_version()["version"];')
-maria_version=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
-go_version=$(go version | awk '{ print $3 }')
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-bench_date=$(date -u)
-load_before=$(cut -d' ' -f1 /proc/loadavg)
-if awk -v l="$load_before" 'BEGIN { exit !(l > 0.5) }'; then
-	warn "load average is $load_before before the benchmark: something else is running; the numbers will be skewed"
-fi
-
-cmd="bash bench/fanout/run.sh"
-((${#ARGS[@]})) && cmd+=" ${ARGS[*]}"
-for v in BENCH_QUICK BENCH_WRITE; do
-	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
-done
+cmd=$(bench_cmd bench/fanout/run.sh)
 if [[ -n "$MAX_PROCS_GIVEN" ]]; then cmd="TETHERD_MAX_PROCS=$MAX_PROCS_GIVEN $cmd"; fi
 
-quick_args=()
-if [[ "$QUICK" == 1 ]]; then quick_args=(--quick); fi
 log "fanout: running bench/fanout/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
 CLK_TCK=$(getconf CLK_TCK)
 export TETHER_SOCKET=$WORK/tether.sock TETHERD_PID TETHER_HTTP_BACKEND=sleep SLEEPD_URL SLEEPD_PID
 export MARIADB_SOCKET MARIADB_PID CLK_TCK TETHERD_MAX_PROCS
 export BENCH_DB_NAME=$TETHER_DB_NAME BENCH_DB_USER=$TETHER_DB_USER BENCH_DB_PASSWORD=$TETHER_DB_PASSWORD
-# In the background and waited for, so that a signal runs the EXIT trap at once rather than after bench.php.
-php -d memory_limit=512M bench/fanout/bench.php "${quick_args[@]}" --json "$WORK/results.json" "${BENCH_ARGS[@]}" \
-	>"$WORK/results.md" &
-BENCH_PHP_PID=$!
 bench_rc=0
-wait "$BENCH_PHP_PID" || bench_rc=$?
-BENCH_PHP_PID=
+bench_run_bg php -d memory_limit=512M bench/fanout/bench.php "${QUICK_ARGS[@]}" --json "$WORK/results.json" \
+	"${BENCH_ARGS[@]}" >"$WORK/results.md" || bench_rc=$?
 ((bench_rc == 0)) || die "bench/fanout/bench.php failed (exit $bench_rc)"
 pid_alive "$TETHERD_PID" || { tail_file "$WORK/tetherd.log"; die "tetherd died during the benchmark"; }
 load_after=$(cut -d' ' -f1 /proc/loadavg)
-if [[ -s "$WORK/tetherd.log" ]]; then
-	warn "tetherd logged warnings or errors during the run:"
-	tail_file "$WORK/tetherd.log" 20
-fi
+warn_logged "$WORK/tetherd.log"
 
 {
 	echo "### Fan-out and join (bench/fanout)"
@@ -276,8 +227,7 @@ fi
 	echo "Run on $bench_date with \`$cmd\`$([[ "$QUICK" == 1 ]] && echo ' (QUICK MODE: too few calls to quote)')."
 	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM, Linux $(uname -r); PHP $php_version (CLI; libcurl $curl_version), MariaDB $maria_version, $go_version."
 	echo "tetherd: max_procs $TETHERD_MAX_PROCS$([[ "$TETHERD_MAX_PROCS" == 1 ]] && echo ' (its default)'), a pool of 5 MariaDB connections, an http upstream to sleepd with max_conns 16."
-	echo "Load average (1 min) before the run: $load_before, after: $load_after (the benchmark itself raises it; a high value"
-	echo "before means other work shared the CPUs)."
+	bench_load_lines "$load_before" "$load_after"
 	echo
 	cat "$WORK/results.md"
 } >"$WORK/section.md"

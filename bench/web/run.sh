@@ -44,46 +44,11 @@ source "$ROOT/scripts/lib/databases.sh"
 # shellcheck source=scripts/lib/cassandra.sh source-path=SCRIPTDIR/../..
 source "$ROOT/scripts/lib/cassandra.sh"
 
-QUICK=${BENCH_QUICK:-0}
-WRITE=${BENCH_WRITE:-0}
-SERVERS=apache,nginx
-SERVE=0
-ARGS=("$@")
-BENCH_ARGS=()
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--write) WRITE=1 ;;
-	--serve) SERVE=1 ;;
-	--servers)
-		SERVERS=${2:?--servers needs a list}
-		shift
-		;;
-	-h | --help)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
-	--)
-		shift
-		BENCH_ARGS=("$@")
-		break
-		;;
-	*) die "unknown argument $1 (see --help)" ;;
-	esac
-	shift
-done
-[[ "$QUICK" == 1 && "$WRITE" == 1 ]] && die "--write with --quick would replace the recorded numbers with quick ones; drop one"
-for s in ${SERVERS//,/ }; do
-	[[ "$s" == apache || "$s" == nginx ]] || die "--servers: unknown server $s (apache, nginx)"
-done
-if ! is_root; then
-	# The web servers run their PHP workers as www-data, as in production: that takes root.
-	if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
-		die "bench/web/run.sh must run as root (its PHP workers run as www-data), and sudo -n is not available"
-	fi
-	log "web bench: not root; running again through sudo"
-	exec sudo -n -E env "PATH=$PATH" bash "${BASH_SOURCE[0]}" "${ARGS[@]}"
-fi
+# shellcheck source=bench/lib/bench.sh
+source "$ROOT/bench/lib/bench.sh"
+
+bench_parse_args "$ROOT/bench/web/run.sh" --web -- "$@"
+bench_rerun_as_root bench/web/run.sh "web bench"
 
 WEB=$ROOT/var/bench/web
 DOC=$ROOT/docs/benchmarks.md
@@ -132,84 +97,27 @@ stop_all() {
 	stop_postgres
 	stop_mariadb
 }
-cleanup() {
-	local rc=$?
-	set +e
-	trap - INT TERM
-	stop_all
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_trap stop_all
 
-# stop_leftover PIDFILE EXE stops the process a killed earlier run left behind: only if PIDFILE names a live process
-# running EXE (basename) whose command line mentions $WEB (its config), so a recycled pid is never hit.
-stop_leftover() {
-	local pidfile=$1 exe=$2 pid
-	[[ -r "$pidfile" ]] || return 0
-	pid=$(head -n 1 "$pidfile" 2>/dev/null) || return 0
-	if pid_alive "$pid" && [[ "$(basename "$(readlink -f "/proc/$pid/exe" 2>/dev/null)")" == "$exe" ]] &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$WEB"; then
-		log "stopping $exe left over from an earlier run (pid $pid)"
-		stop_pid "$pid" "$exe" 20
-	fi
-}
 if [[ -e "$WEB" || -L "$WEB" ]]; then
-	stop_leftover "$WEB/apache/apache2.pid" apache2
-	stop_leftover "$WEB/apache-fresh/apache2.pid" apache2
-	stop_leftover "$WEB/nginx/nginx.pid" nginx
-	stop_leftover "$WEB/fpm/php-fpm.pid" php-fpm8.2
-	stop_leftover "$WEB/goservice/goservice.pid" goservice
-	stop_leftover "$WEB/pgbouncer/pgbouncer.pid" pgbouncer
-	stop_leftover "$WEB/tetherd/tetherd.pid" tetherd
-	stop_leftover "$WEB/bigtable/btemulator.pid" btemulator
+	stop_leftover "$WEB" apache/apache2.pid apache2
+	stop_leftover "$WEB" apache-fresh/apache2.pid apache2
+	stop_leftover "$WEB" nginx/nginx.pid nginx
+	stop_leftover "$WEB" fpm/php-fpm.pid php-fpm8.2
+	stop_leftover "$WEB" goservice/goservice.pid goservice
+	stop_leftover "$WEB" pgbouncer/pgbouncer.pid pgbouncer
+	stop_leftover "$WEB" tetherd/tetherd.pid tetherd
+	stop_leftover "$WEB" bigtable/btemulator.pid btemulator
 	clean_cassandra_dir "$WEB/cassandra"
 	clean_db_dir "$WEB/mariadb"
 	clean_db_dir "$WEB/pg"
-	real=$(readlink -f "$WEB")
-	rm -rf -- "$WEB"
-	[[ "$real" == /tmp/tether-web.* ]] && rm -rf -- "$real"
+	remove_workdir "$WEB" tether-web
 fi
 
 # PHP runs as www-data and pgbouncer as postgres: both must reach the sockets and files under WEB. When they cannot
 # (a checkout under /root, say), WEB lives in /tmp, with var/bench/web a symlink to it.
-mkdir -p "$WEB"
-if ! runuser -u www-data -- test -x "$WEB" || ! runuser -u postgres -- test -x "$WEB"; then
-	rmdir "$WEB"
-	tmp=$(mktemp -d /tmp/tether-web.XXXXXX)
-	chmod 755 "$tmp"
-	ln -s "$tmp" "$WEB"
-	log "web bench: www-data or postgres cannot reach $WEB; using $tmp (symlinked from $WEB)"
-fi
+make_workdir "$WEB" tether-web "web bench" www-data postgres
 mkdir -p "$WEB"/{run,tetherd,goservice,pgbouncer,bigtable,nginx/tmp,fpm,apache,apache-fresh,www/htdocs,results}
-
-# render TEMPLATE OUT NAME=VALUE... writes TEMPLATE with each @NAME@ replaced by VALUE; fails if any @...@ is left.
-render() {
-	local tpl=$1 out=$2 kv args=()
-	shift 2
-	for kv in "$@"; do
-		args+=(-e "s|@${kv%%=*}@|${kv#*=}|g")
-	done
-	sed "${args[@]}" "$tpl" >"$out"
-	! grep -n '@[A-Z_]*@' "$out" >&2 || die "render $tpl: placeholders left in $out"
-}
-
-# await WHAT PID LOG SECONDS CMD... runs CMD until it succeeds; fails when PID dies or after SECONDS, showing LOG.
-await() {
-	local what=$1 pid=$2 logf=$3 timeout=$4 deadline=$((SECONDS + $4))
-	shift 4
-	until "$@" >/dev/null 2>&1; do
-		pid_alive "$pid" || { tail_file "$logf"; die "$what exited during startup"; }
-		((SECONDS < deadline)) || { tail_file "$logf"; die "$what: not ready after ${timeout}s"; }
-		sleep 0.1
-	done
-}
-
-# has_children PID N succeeds when PID has at least N child processes (a web server's workers).
-has_children() {
-	(($(pgrep -c -P "$1") >= $2))
-}
 
 # ---------------------------------------------------------------------------------------------------------------
 # Databases, data, users
@@ -493,8 +401,6 @@ if [[ "$SERVE" == 1 ]]; then
 	exit 0
 fi
 
-quick_args=()
-[[ "$QUICK" == 1 ]] && quick_args=(--quick)
 export BENCH_WEB_CONFIG=$HTDOCS/config.php TETHERD_PID GOSERVICE_PID PGBOUNCER_PID MARIADB_PID PG_PID CASSANDRA_PID BTEMULATOR_PID
 export BENCH_WEB_PG_ADMIN_DSN="host=$PG_SOCKET_DIR port=$PG_PORT user=postgres dbname=$DB"
 export BENCH_WEB_CASSANDRA_ADMIN="$CASSANDRA_USER:$CASSANDRA_PASSWORD"
@@ -503,13 +409,10 @@ phase_files=()
 for server in ${SERVERS//,/ }; do
 	"start_$server"
 	log "web bench: $server: running bench/web/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
-	# In the background and waited for, so that a signal runs the EXIT trap at once.
-	php -d memory_limit=1G bench/web/bench.php phase --server "$server" --url "$URL" --fresh-url "$FRESH_URL" \
-		--web-pids "$WEB_PIDS" --workers "$WORKERS" --out "$WEB/results/$server.json" "${quick_args[@]}" "${BENCH_ARGS[@]}" &
-	BENCH_PHP_PID=$!
 	rc=0
-	wait "$BENCH_PHP_PID" || rc=$?
-	BENCH_PHP_PID=
+	bench_run_bg php -d memory_limit=1G bench/web/bench.php phase --server "$server" --url "$URL" \
+		--fresh-url "$FRESH_URL" --web-pids "$WEB_PIDS" --workers "$WORKERS" --out "$WEB/results/$server.json" \
+		"${QUICK_ARGS[@]}" "${BENCH_ARGS[@]}" || rc=$?
 	((rc == 0)) || die "bench/web/bench.php failed against $server (exit $rc); logs in $WEB"
 	for p in "$TETHERD_PID:tetherd:$WEB/tetherd/tetherd.log" "$PGBOUNCER_PID:pgbouncer:$WEB/pgbouncer/pgbouncer.log" \
 		"$GOSERVICE_PID:goservice:$WEB/goservice/goservice.log" "$CASSANDRA_PID:cassandra:$CASSANDRA_DIR/logs/system.log" \
@@ -520,22 +423,18 @@ for server in ${SERVERS//,/ }; do
 	stop_web
 	phase_files+=("$WEB/results/$server.json")
 done
-[[ -s "$WEB/tetherd/tetherd.log" ]] && { warn "tetherd logged warnings or errors during the run:"; tail_file "$WEB/tetherd/tetherd.log" 20; }
+warn_logged "$WEB/tetherd/tetherd.log"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Report
 
-cmd="bash bench/web/run.sh"
-((${#ARGS[@]})) && cmd+=" ${ARGS[*]}"
-for v in BENCH_QUICK BENCH_WRITE; do
-	if [[ -n "${!v:-}" ]]; then cmd="$v=${!v} $cmd"; fi
-done
-export BENCH_WEB_CMD=$cmd BENCH_WEB_DATE=$BENCH_DATE BENCH_WEB_LOAD_BEFORE=$LOAD_BEFORE
+BENCH_WEB_CMD=$(bench_cmd bench/web/run.sh)
+export BENCH_WEB_CMD BENCH_WEB_DATE=$BENCH_DATE BENCH_WEB_LOAD_BEFORE=$LOAD_BEFORE
 BENCH_WEB_LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
 export BENCH_WEB_WORKERS="apache2 prefork: $APACHE_WORKERS workers; php-fpm: pm = static, $FPM_CHILDREN workers"
 export BENCH_WEB_POOL=$POOL
-BENCH_WEB_MARIADB_VERSION=$("$(_db_bin mariadbd mysqld)" --version | sed -E 's/.*Ver ([^ ]+).*/\1/')
-BENCH_WEB_PG_VERSION=$("$TETHER_PG_BINDIR/postgres" --version | awk '{ print $3 }')
+BENCH_WEB_MARIADB_VERSION=$(mariadb_version)
+BENCH_WEB_PG_VERSION=$(postgres_version)
 BENCH_WEB_CASSANDRA_VERSION=$TETHER_CASSANDRA_VERSION
 BENCH_WEB_BIGTABLE_VERSION=$(go list -m -f '{{.Version}}' cloud.google.com/go/bigtable)
 export BENCH_WEB_LOAD_AFTER BENCH_WEB_MARIADB_VERSION BENCH_WEB_PG_VERSION BENCH_WEB_CASSANDRA_VERSION BENCH_WEB_BIGTABLE_VERSION
