@@ -126,20 +126,8 @@ func TestBackend_SessionLeaks(t *testing.T) {
 	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
 	backendtest.RunLeaks(t, &backendtest.LeakSuite{
 		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
-		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
-			b, err := mysql.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		},
-		Direct: func(t *testing.T) *sql.DB {
-			db, err := sql.Open("mysql", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		},
+		New:    newSQLBackend,
+		Direct: openDirect(dsn),
 		AutoID: "BIGINT AUTO_INCREMENT PRIMARY KEY",
 		Cases: []backendtest.LeakCase{
 			{Name: "StartTransaction", Statement: "START TRANSACTION", WriteLoss: true},
@@ -238,21 +226,9 @@ func TestBackend_TextAndBinaryRowsAgree(t *testing.T) {
 func TestBackend_SchemaChanges(t *testing.T) {
 	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
 	backendtest.RunSchemaChanges(t, &backendtest.SchemaSuite{
-		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
-		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
-			b, err := mysql.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		},
-		Direct: func(t *testing.T) *sql.DB {
-			db, err := sql.Open("mysql", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		},
+		Config:      func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
+		New:         newSQLBackend,
+		Direct:      openDirect(dsn),
 		Placeholder: func(int) string { return "?" },
 		AlterType:   "ALTER TABLE {table} MODIFY v VARCHAR(64)",
 		TextType:    "VARCHAR(64)",
@@ -393,4 +369,25 @@ func TestBackend_NeedReprepare(t *testing.T) {
 			t.Fatalf("the statement after the transaction: %v %v, want 1 row changed", res, err)
 		}
 	})
+}
+
+// newSQLBackend is the suites' New: a mysql backend on cfg.
+func newSQLBackend(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+	b, err := mysql.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// openDirect is the suites' Direct: a database/sql handle on dsn, beside
+// tetherd's backend.
+func openDirect(dsn string) func(t *testing.T) *sql.DB {
+	return func(t *testing.T) *sql.DB {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
 }

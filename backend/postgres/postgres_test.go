@@ -37,13 +37,7 @@ func TestBackend(t *testing.T) {
 			CreateTemp: "CREATE TEMP TABLE tmp_leak (id int)",
 		},
 		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
-		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
-			b, err := postgres.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		},
+		New:    newSQLBackend,
 		ProxiedConfig: func(t *testing.T, via string) (tether.BackendConfig, string) {
 			pc, err := pgx.ParseConfig(dsn)
 			if err != nil {
@@ -106,20 +100,8 @@ func TestBackend_SessionLeaks(t *testing.T) {
 	appName := "SELECT current_setting('application_name')"
 	backendtest.RunLeaks(t, &backendtest.LeakSuite{
 		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
-		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
-			b, err := postgres.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		},
-		Direct: func(t *testing.T) *sql.DB {
-			db, err := sql.Open("pgx", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		},
+		New:    newSQLBackend,
+		Direct: openDirect(dsn),
 		AutoID: "BIGSERIAL PRIMARY KEY",
 		Cases: []backendtest.LeakCase{
 			{Name: "Begin", Statement: "BEGIN", WriteLoss: true},
@@ -158,21 +140,9 @@ func TestBackend_SessionLeaks(t *testing.T) {
 func TestBackend_SchemaChanges(t *testing.T) {
 	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
 	backendtest.RunSchemaChanges(t, &backendtest.SchemaSuite{
-		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
-		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
-			b, err := postgres.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		},
-		Direct: func(t *testing.T) *sql.DB {
-			db, err := sql.Open("pgx", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		},
+		Config:           func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
+		New:              newSQLBackend,
+		Direct:           openDirect(dsn),
 		Placeholder:      func(n int) string { return fmt.Sprintf("$%d", n) },
 		AlterType:        "ALTER TABLE {table} ALTER COLUMN v TYPE TEXT",
 		TextType:         "TEXT",
@@ -313,5 +283,26 @@ func TestBackend_SchemaChangeParameterType(t *testing.T) {
 	exec("DROP TABLE "+tbl, "CREATE TABLE "+tbl+" (id text PRIMARY KEY, k int)", "INSERT INTO "+tbl+" VALUES ('1', 5)")
 	if r, err := b.Query(ctx, q); err != nil || fmt.Sprint(r.Rows) != "[[5]]" {
 		t.Fatalf("after the table was created again with a text id: %v %v", r, err)
+	}
+}
+
+// newSQLBackend is the suites' New: a postgres backend on cfg.
+func newSQLBackend(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+	b, err := postgres.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// openDirect is the suites' Direct: a database/sql handle on dsn, beside
+// tetherd's backend.
+func openDirect(dsn string) func(t *testing.T) *sql.DB {
+	return func(t *testing.T) *sql.DB {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
 	}
 }
