@@ -23,13 +23,23 @@ import (
 // returns its PHP and admin sockets.
 func serve(t *testing.T) (php, adm string) {
 	t.Helper()
+	cfg, _ := serveWith(t, func(bc *tether.BackendConfig) {})
+	return cfg.Server.Socket, cfg.Admin.Socket
+}
+
+// serveWith runs a tetherd with its admin API on one SQLite backend "main",
+// whose config tweak may change, and returns its config and server.
+func serveWith(t *testing.T, tweak func(*tether.BackendConfig)) (tether.Config, *tether.Server) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := tether.DefaultConfig()
 	cfg.Server.Socket = filepath.Join(dir, "t.sock")
 	cfg.Admin.Socket = filepath.Join(dir, "admin.sock")
-	cfg.Backends = map[string]tether.BackendConfig{"main": tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "t.db"))}
+	bc := tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "t.db"))
+	tweak(&bc)
+	cfg.Backends = map[string]tether.BackendConfig{"main": bc}
 	cfg.Server.DefaultBackend = "main"
-	b, err := sqlite.New(cfg.Backends["main"])
+	b, err := sqlite.New(bc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +58,7 @@ func serve(t *testing.T) (php, adm string) {
 		l.Close(ctx)
 		srv.Shutdown(ctx)
 	})
-	return cfg.Server.Socket, cfg.Admin.Socket
+	return cfg, srv
 }
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -227,32 +237,7 @@ func TestCheck_Backends(t *testing.T) {
 // TestPools_Limits: tether pools shows each pool's limits in force, the new
 // max_conns once a reload changed it.
 func TestPools_Limits(t *testing.T) {
-	dir := t.TempDir()
-	cfg := tether.DefaultConfig()
-	cfg.Server.Socket = filepath.Join(dir, "t.sock")
-	cfg.Admin.Socket = filepath.Join(dir, "admin.sock")
-	bc := tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "t.db"))
-	bc.MaxConns = 5
-	cfg.Backends = map[string]tether.BackendConfig{"main": bc}
-	b, err := tether.NewBackend("main", bc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := tether.NewServer(cfg, map[string]tether.Backend{"main": b}, nil)
-	if err := srv.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve()
-	l, err := admin.Listen(cfg.Admin, srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		l.Close(ctx)
-		srv.Shutdown(ctx)
-	})
+	cfg, srv := serveWith(t, func(bc *tether.BackendConfig) { bc.MaxConns = 5 })
 	// column returns the value of column col in the row of backend main.
 	column := func(col string) string {
 		t.Helper()
@@ -277,6 +262,7 @@ func TestPools_Limits(t *testing.T) {
 		t.Fatalf("ACQUIRE %s, want 1s", got)
 	}
 	next := cfg
+	bc := cfg.Backends["main"]
 	bc.MaxConns = 3
 	next.Backends = map[string]tether.BackendConfig{"main": bc}
 	if _, err := srv.Reload(context.Background(), next, tether.NewBackend); err != nil {
