@@ -9,11 +9,16 @@ use Tether\Client;
 use Tether\WordPress\Tests\Support\Browser;
 use Tether\WordPress\Tests\Support\Env;
 use Tether\WordPress\Tests\Support\Sites;
+use Tether\WordPress\Tests\Support\WordPressSite;
 
 /**
  * LoadTest sends concurrent requests to the Tether site and watches the MariaDB server meanwhile: the sessions it
  * sees for the test database stay within the pool's max_conns, and each request still sees its own session
  * settings (WordPress's SET NAMES and sql_mode, its own time_zone) and its own FOUND_ROWS().
+ *
+ * Each concurrent request has a `php -S` of its own (one worker, on the Tether site's tables): one `php -S` with
+ * many workers does not spread requests over them, as a worker accepts every connection it sees before serving
+ * them one by one, and on a fast machine one worker took all 20 (at most 1 DO SLEEP at once).
  */
 final class LoadTest extends TestCase
 {
@@ -23,7 +28,24 @@ final class LoadTest extends TestCase
 
     public function testConcurrentRequestsStayWithinThePoolAndKeepTheirSessions(): void
     {
-        $site = Sites::get()->tether;
+        Sites::get(); // installs the wpt_ tables these servers of the Tether site use
+        $servers = [];
+        for ($i = 0; $i < self::REQUESTS; $i++) {
+            $servers[$i] = WordPressSite::create("tether-load-$i", 'wpt_', true);
+            $servers[$i]->start(1);
+        }
+        try {
+            $this->loadAndWatch($servers);
+        } finally {
+            foreach ($servers as $server) {
+                $server->stop();
+            }
+        }
+    }
+
+    /** @param list<WordPressSite> $servers one per concurrent request */
+    private function loadAndWatch(array $servers): void
+    {
         $monitor = Env::mysqli();
         $myId = (int) $monitor->query('SELECT CONNECTION_ID()')->fetch_row()[0];
         $db = Env::get('TETHER_IT_DB');
@@ -38,11 +60,11 @@ final class LoadTest extends TestCase
             return $n;
         };
         // Warm every worker once (each opens its persistent socket to tetherd and loads WordPress).
-        $this->runConcurrently($site->url('/tether-probe.php?case=session&sleep=0&n='), self::REQUESTS, static fn () => null);
+        $this->runConcurrently($servers, '/tether-probe.php?case=session&sleep=0&n=', static fn () => null);
 
         $peak = 0;
         $busyPeak = 0;
-        $replies = $this->runConcurrently($site->url('/tether-probe.php?case=session&sleep=1&n='), self::REQUESTS, static function () use ($sessions, $monitor, $myId, $db, &$peak, &$busyPeak): void {
+        $replies = $this->runConcurrently($servers, '/tether-probe.php?case=session&sleep=1&n=', static function () use ($sessions, $monitor, $myId, $db, &$peak, &$busyPeak): void {
             $peak = \max($peak, $sessions());
             // Other integrations use the user `tether` on their own databases at the same time: count this one's only.
             $busy = (int) $monitor->query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'tether' AND DB = '$db' AND ID <> $myId AND INFO LIKE 'DO SLEEP%'")->fetch_row()[0];
@@ -102,16 +124,17 @@ final class LoadTest extends TestCase
     }
 
     /**
-     * runConcurrently GETs $urlPrefix . $i for i in [0, $count) all at once, calling $tick while they run.
+     * runConcurrently GETs $path . $i from $servers[$i] for every server, all at once, calling $tick while they run.
      *
+     * @param list<WordPressSite> $servers
      * @return array<int, array<string, mixed>> decoded JSON replies by i
      */
-    private function runConcurrently(string $urlPrefix, int $count, callable $tick): array
+    private function runConcurrently(array $servers, string $path, callable $tick): array
     {
         $multi = \curl_multi_init();
         $handles = [];
-        for ($i = 0; $i < $count; $i++) {
-            $h = \curl_init($urlPrefix . $i);
+        foreach ($servers as $i => $server) {
+            $h = \curl_init($server->url($path . $i));
             \curl_setopt_array($h, [CURLOPT_RETURNTRANSFER => true, CURLOPT_HEADER => true, CURLOPT_TIMEOUT => 60]);
             \curl_multi_add_handle($multi, $h);
             $handles[$i] = $h;

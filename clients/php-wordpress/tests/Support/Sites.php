@@ -13,8 +13,8 @@ namespace Tether\WordPress\Tests\Support;
  */
 final class Sites
 {
-    /** Worker processes of the Tether site's `php -S`: enough for the load test's 20 concurrent requests. */
-    public const TETHER_WORKERS = 20;
+    /** Worker processes of the Tether site's `php -S` (LoadTest starts servers of its own). */
+    public const TETHER_WORKERS = 4;
 
     /** The cached site's TETHER_CACHE_TTL: far longer than a test run's visit, so only invalidation keeps it fresh. */
     public const CACHE_TTL_MS = 60000;
