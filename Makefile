@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build run test bench faults clean
+.PHONY: build run test bench bench-compare faults clean
 
 # build compiles the daemon to bin/tetherd and the operators' tool to bin/tether.
 build:
@@ -26,6 +26,13 @@ test:
 # records the results in docs/benchmarks.md. See docs/benchmarks.md.
 bench:
 	bash bench/run.sh $(BENCH_ARGS)
+
+# bench-compare runs two tetherd builds side by side (bench/compare/run.sh): the point read and the page of 20 reads,
+# BEFORE (a git revision, default HEAD~1) against the working tree, rounds interleaved; for changes that must not move
+# the numbers. BENCH_ARGS=--write records the result in docs/benchmarks.md.
+BEFORE ?= HEAD~1
+bench-compare:
+	bash bench/compare/run.sh --before $(BEFORE) $(BENCH_ARGS)
 
 # faults runs the full fault suite (tests/faults; `make test` runs it --quick) and prints its report; see
 # docs/reliability.md. FAULTS_ARGS=--write also records the report there.
