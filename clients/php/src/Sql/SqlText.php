@@ -458,10 +458,11 @@ final class SqlText
     }
 
     /**
-     * skipQuoted returns the offset just past the quoted text whose opening $quote is before $j: a doubled quote
-     * stands for one, and with $backslash a backslash escapes the next byte. Unterminated: the length of $sql.
+     * skipQuoted returns the offset just past the quoted text (a string literal or quoted identifier) whose opening
+     * $quote is just before $j: a doubled quote stands for one, and with $backslash a backslash escapes the next
+     * byte. Unterminated: the length of $sql. The one literal scanner of the client and the integrations.
      */
-    private static function skipQuoted(string $sql, int $j, string $quote, bool $backslash): int
+    public static function skipQuoted(string $sql, int $j, string $quote, bool $backslash): int
     {
         $length = \strlen($sql);
         $stops = $backslash ? $quote . '\\' : $quote;
