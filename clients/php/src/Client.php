@@ -327,7 +327,9 @@ final class Client
             return [];
         }
 
-        return $this->call(self::cached(Request::multiGet($table, $keys, $columns, $backend ?? $this->backend, $timeoutMs), $cacheTtlMs), 'sparseRows', \count($keys));
+        $request = self::cached(Request::multiGet($table, $keys, $columns, $backend ?? $this->backend, $timeoutMs), $cacheTtlMs);
+
+        return $this->connection->call($request, 'sparseRows', $this->timeout, $this->maxFrameBytes, null, \count($keys));
     }
 
     /**
@@ -795,7 +797,8 @@ final class Client
 
     /**
      * call sends $request on this client's socket through the one path of every call, StreamConnection::call(),
-     * and returns the reply decoded as Reply::decode() does for $as (and $count).
+     * and returns the reply decoded as Reply::decode() does for $as (multiGet, which also passes its key count, calls
+     * StreamConnection::call() itself).
      *
      * @param array<string, mixed> $request a map from Request
      * @throws ServerException tetherd answered with an error
@@ -803,9 +806,9 @@ final class Client
      *                                malformed ("tetherd sent a malformed reply to <the request's op>"; the socket
      *                                is dropped)
      */
-    private function call(array $request, string $as, int $count = 0): mixed
+    private function call(array $request, string $as): mixed
     {
-        return $this->connection->call($request, $as, $this->timeout, $this->maxFrameBytes, null, $count);
+        return $this->connection->call($request, $as, $this->timeout, $this->maxFrameBytes);
     }
 
     /**
