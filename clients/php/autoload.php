@@ -25,6 +25,7 @@ spl_autoload_register(static function (string $class): void {
         'Tether\\ExecResult' => 'ExecResult.php',
         'Tether\\HttpResponse' => 'HttpResponse.php',
         'Tether\\NumericResult' => 'NumericResult.php',
+        'Tether\\Protocol\\MalformedReply' => 'Protocol/MalformedReply.php',
         'Tether\\Protocol\\Reply' => 'Protocol/Reply.php',
         'Tether\\Protocol\\Request' => 'Protocol/Request.php',
         'Tether\\ScanResult' => 'ScanResult.php',

@@ -259,7 +259,7 @@ class Wpdb extends \wpdb
         }
         $modes_str = \implode(',', $modes);
         // The mode names are the server's own, or a plugin's list: quoted without backslashes, right in either mode.
-        if ($this->runInternal("SET SESSION sql_mode='" . \str_replace("'", "''", $modes_str) . "'") !== null) {
+        if ($this->runInternal("SET SESSION sql_mode='" . SqlText::escapeMySql($modes_str, true) . "'") !== null) {
             $this->tetherSession?->sqlModeSet($modes_str);
         }
     }

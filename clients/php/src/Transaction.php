@@ -116,7 +116,7 @@ final class Transaction
     public function commit(?int $timeoutMs = null): void
     {
         $this->finish(self::COMMITTED);
-        $this->connection->request(Request::commit($this->handle, $timeoutMs), $this->timeout, $this->maxFrameBytes, $this->epoch);
+        $this->connection->call(Request::commit($this->handle, $timeoutMs), 'ok', $this->timeout, $this->maxFrameBytes, $this->epoch);
     }
 
     /**
@@ -135,7 +135,7 @@ final class Transaction
             return;
         }
         try {
-            $this->connection->request(Request::rollback($this->handle, $timeoutMs), $this->timeout, $this->maxFrameBytes, $this->epoch);
+            $this->connection->call(Request::rollback($this->handle, $timeoutMs), 'ok', $this->timeout, $this->maxFrameBytes, $this->epoch);
         } catch (ServerException $e) {
             if ($e->getErrorCode() !== ServerException::TX_ABORTED) {
                 throw $e;
@@ -177,8 +177,9 @@ final class Transaction
     }
 
     /**
-     * call is the one path of this transaction's statements, as Client's is of its calls: it sends $request in
-     * this transaction's epoch and returns the reply decoded as Reply::decode() does for $as.
+     * call sends a statement of this transaction, in its epoch, through the one path of every call,
+     * StreamConnection::call(), and returns the reply decoded as Reply::decode() does for $as. commit() and
+     * rollback() take that path too, after finish().
      *
      * @param array<string, mixed> $request a map from Request
      * @throws LogicException the transaction was already committed or rolled back (nothing is sent)
@@ -190,9 +191,8 @@ final class Transaction
         if ($this->state !== self::OPEN) {
             throw new LogicException(\sprintf('transaction %d is already %s', $this->handle, $this->state));
         }
-        $result = Reply::decode($as, $this->connection->request($request, $this->timeout, $this->maxFrameBytes, $this->epoch));
 
-        return $result !== false ? $result : throw $this->connection->malformedReply($request['op']);
+        return $this->connection->call($request, $as, $this->timeout, $this->maxFrameBytes, $this->epoch);
     }
 
     private function finish(string $state): void

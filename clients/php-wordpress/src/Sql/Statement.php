@@ -4,6 +4,8 @@ declare(strict_types=1);
 
 namespace Tether\WordPress\Sql;
 
+use Tether\Sql\SqlText;
+
 /**
  * Statement is what the drop-in needs to know about one SQL string before sending it: its code with comments
  * removed and the insides of string literals and quoted identifiers emptied (so that a `;`, an `@` or a keyword
@@ -66,7 +68,8 @@ final class Statement
             $next = $i + 1 < $length ? $sql[$i + 1] : '';
             if ($c === "'" || $c === '"' || $c === '`') {
                 $start = $i;
-                $i = self::skipQuoted($sql, $i, $length, $c, $noBackslashEscapes);
+                // the closing quote (Tether\Sql\SqlText::skipQuoted() returns the offset past it), or the end
+                $i = SqlText::skipQuoted($sql, $i + 1, $c, $c !== '`' && !$noBackslashEscapes) - 1;
                 $mask($start, \min($i + 1, $length));
                 $code .= $c === '`' ? '`_`' : $c . $c;
                 $afterSemicolon && $multiple = true;
@@ -148,31 +151,5 @@ final class Statement
     public function matches(string $pattern): bool
     {
         return \preg_match($pattern, $this->code) === 1;
-    }
-
-    private static function skipQuoted(string $sql, int $i, int $length, string $quote, bool $noBackslashEscapes): int
-    {
-        $stops = $quote === '`' || $noBackslashEscapes ? $quote : $quote . '\\';
-        for ($j = $i + 1; $j < $length; $j++) {
-            $j += \strcspn($sql, $stops, $j);
-            if ($j >= $length) {
-                break;
-            }
-            $c = $sql[$j];
-            if ($c === '\\' && $quote !== '`') {
-                $j++;
-                continue;
-            }
-            if ($c === $quote) {
-                if ($j + 1 < $length && $sql[$j + 1] === $quote) {
-                    $j++;
-                    continue;
-                }
-
-                return $j;
-            }
-        }
-
-        return $length;
     }
 }

@@ -25,10 +25,16 @@ final class Operation
      * @param string $op the protocol op: query, exec, ping, get, multi_get, scan, put, delete, read_rows,
      *                   mutate_row, increment, check_and_mutate, http or join
      * @param array<string, mixed> $request a map from Request; its `id` placeholder is dropped
+     * @param string $as the kind of the operation's result, as Protocol\Reply::decode() names it: the same as the
+     *                   Client method of the same name decodes its reply with
+     * @param int $count for `sparseRows` (multiGet): the number of keys
+     * @internal read by PendingBatch
      */
     private function __construct(
         public readonly string $op,
         array $request,
+        public readonly string $as,
+        public readonly int $count = 0,
     ) {
         unset($request['id']);
         $this->request = $request;
@@ -44,7 +50,7 @@ final class Operation
      */
     public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat, $cacheTtlMs));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat, $cacheTtlMs), 'rows');
     }
 
     /**
@@ -56,7 +62,7 @@ final class Operation
      */
     public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat, $cacheTtlMs));
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat, $cacheTtlMs), 'columns');
     }
 
     /**
@@ -66,13 +72,13 @@ final class Operation
      */
     public static function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('exec', Request::statement('exec', $sql, $params, $backend, null, $timeoutMs));
+        return new self('exec', Request::statement('exec', $sql, $params, $backend, null, $timeoutMs), 'exec');
     }
 
     /** ping is answered by tetherd itself; its batch result is true. */
     public static function ping(?int $timeoutMs = null): self
     {
-        return new self('ping', Request::ping($timeoutMs));
+        return new self('ping', Request::ping($timeoutMs), 'ok');
     }
 
     /**
@@ -83,7 +89,7 @@ final class Operation
      */
     public static function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('get', Request::get($table, $key, $columns, $backend, $timeoutMs));
+        return new self('get', Request::get($table, $key, $columns, $backend, $timeoutMs), 'first');
     }
 
     /**
@@ -95,7 +101,7 @@ final class Operation
      */
     public static function multiGet(string $table, array $keys, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('multi_get', Request::multiGet($table, $keys, $columns, $backend, $timeoutMs));
+        return new self('multi_get', Request::multiGet($table, $keys, $columns, $backend, $timeoutMs), 'sparseRows', \count($keys));
     }
 
     /**
@@ -108,7 +114,7 @@ final class Operation
      */
     public static function scan(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs));
+        return new self('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs), 'page');
     }
 
     /**
@@ -122,7 +128,7 @@ final class Operation
      */
     public static function scanColumns(string $table, array $prefix = [], ?array $start = null, ?array $end = null, int $limit = 0, ?string $cursor = null, array $columns = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs, true));
+        return new self('scan', Request::scan($table, $prefix, $start, $end, $limit, $cursor, $columns, $backend, $timeoutMs, true), 'columns');
     }
 
     /**
@@ -137,7 +143,7 @@ final class Operation
             throw new LogicException('put needs a row with at least its key columns');
         }
 
-        return new self('put', Request::put($table, $row, $backend, $timeoutMs));
+        return new self('put', Request::put($table, $row, $backend, $timeoutMs), 'done');
     }
 
     /**
@@ -147,7 +153,7 @@ final class Operation
      */
     public static function delete(string $table, mixed $key, ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('delete', Request::delete($table, $key, $backend, $timeoutMs));
+        return new self('delete', Request::delete($table, $key, $backend, $timeoutMs), 'affected');
     }
 
     /**
@@ -160,7 +166,7 @@ final class Operation
      */
     public static function readRows(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('read_rows', Request::readRows($table, $options, $backend, $timeoutMs));
+        return new self('read_rows', Request::readRows($table, $options, $backend, $timeoutMs), 'page');
     }
 
     /**
@@ -174,7 +180,7 @@ final class Operation
      */
     public static function readRowsColumns(string $table, array $options = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('read_rows', Request::readRows($table, $options, $backend, $timeoutMs, true));
+        return new self('read_rows', Request::readRows($table, $options, $backend, $timeoutMs, true), 'columns');
     }
 
     /**
@@ -185,13 +191,13 @@ final class Operation
      */
     public static function mutateRow(string $table, string $key, array $mutations, ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('mutate_row', Request::mutateRow($table, $key, $mutations, $backend, $timeoutMs));
+        return new self('mutate_row', Request::mutateRow($table, $key, $mutations, $backend, $timeoutMs), 'done');
     }
 
     /** increment adds to a Bigtable counter cell (Client::increment()); its batch result is the new value. */
     public static function increment(string $table, string $key, string $family, string $qualifier, int $delta = 1, ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('increment', Request::increment($table, $key, $family, $qualifier, $delta, $backend, $timeoutMs));
+        return new self('increment', Request::increment($table, $key, $family, $qualifier, $delta, $backend, $timeoutMs), 'counter');
     }
 
     /**
@@ -204,7 +210,7 @@ final class Operation
      */
     public static function checkAndMutate(string $table, string $key, string $family, ?string $qualifier, ?string $value, array $ifTrue, array $ifFalse = [], ?string $backend = null, ?int $timeoutMs = null): self
     {
-        return new self('check_and_mutate', Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend, $timeoutMs));
+        return new self('check_and_mutate', Request::checkAndMutate($table, $key, $family, $qualifier, $value, $ifTrue, $ifFalse, $backend, $timeoutMs), 'matched');
     }
 
     /**
@@ -216,7 +222,7 @@ final class Operation
      */
     public static function http(string $upstream, string $method, string $path, array $headers = [], ?string $body = null, ?int $timeoutMs = null): self
     {
-        return new self('http', Request::http($upstream, $method, $path, $headers, $body, $timeoutMs));
+        return new self('http', Request::http($upstream, $method, $path, $headers, $body, $timeoutMs), 'http');
     }
 
     /**
@@ -230,7 +236,7 @@ final class Operation
      */
     public static function join(self $left, string $rightTable, array $on, array $rightColumns = [], ?string $rightBackend = null, string $kind = 'left', array $orderBy = [], ?int $timeoutMs = null): self
     {
-        return new self('join', Request::join($left->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs));
+        return new self('join', Request::join($left->request, $rightTable, $on, $rightColumns, $rightBackend, $kind, $orderBy, $timeoutMs), 'columns');
     }
 
     /**
@@ -241,12 +247,12 @@ final class Operation
      */
     public function with(array $request): self
     {
-        return new self($this->op, $request);
+        return new self($this->op, $request, $this->as, $this->count);
     }
 
     /** isColumnar tells whether the operation's result is column-oriented (a join, or a *Columns read). */
     public function isColumnar(): bool
     {
-        return $this->op === 'join' || ($this->request['columnar'] ?? false) === true;
+        return $this->as === 'columns';
     }
 }

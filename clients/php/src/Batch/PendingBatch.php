@@ -8,6 +8,7 @@ use Tether\Connection\CommunicationException;
 use Tether\Connection\StreamConnection;
 use Tether\Connection\UnknownOutcomeException;
 use Tether\Exception\LogicException;
+use Tether\Protocol\MalformedReply;
 use Tether\Protocol\Reply;
 use Tether\Server\ServerException;
 
@@ -106,33 +107,18 @@ final class PendingBatch
         }
         $out = [];
         $i = 0;
-        foreach ($this->ops as $key => $op) {
-            $item = $results[$i++];
-            if (!\is_array($item)) {
-                throw $this->connection->malformedReply('batch');
+        try {
+            foreach ($this->ops as $key => $op) {
+                $item = $results[$i++];
+                if (!\is_array($item)) {
+                    throw new MalformedReply();
+                }
+                // An operation that failed is its ServerException, returned; else what the operation's Client
+                // method returns, decoded by the same table (Reply::decode()).
+                $out[$key] = isset($item['error']) ? ServerException::fromError((array) $item['error']) : Reply::decode($op->as, $item, $op->count);
             }
-            if (isset($item['error'])) {
-                $out[$key] = ServerException::fromError((array) $item['error']);
-                continue;
-            }
-            // What the operation's Client method returns (get: its rows, of which it takes the first; methods that
-            // return nothing: true); null for a malformed reply.
-            $out[$key] = ($op->isColumnar() ? Reply::columns($item) : match ($op->op) {
-                'query' => Reply::rows($item),
-                'exec' => Reply::exec($item),
-                'get' => Reply::rows($item, 1),
-                'multi_get' => Reply::sparseRows($item, \count($op->request['keys'])),
-                'scan', 'read_rows' => Reply::page($item),
-                'delete' => Reply::affected($item),
-                'put', 'mutate_row' => Reply::affected($item) === null ? null : true,
-                'check_and_mutate' => ($affected = Reply::affected($item)) === null ? null : $affected > 0,
-                'increment' => Reply::counter($item),
-                'http' => Reply::http($item),
-                default => true,
-            }) ?? throw $this->connection->malformedReply('batch');
-            if ($op->op === 'get') {
-                $out[$key] = $out[$key][0] ?? null;
-            }
+        } catch (MalformedReply) {
+            throw $this->connection->malformedReply('batch');
         }
 
         return $out;

@@ -12,37 +12,43 @@ use Tether\ScanResult;
 
 /**
  * Reply turns successful reply maps into the values the client returns. Each function returns null when the map
- * does not have the shape docs/protocol.md gives it; the caller reports that as a malformed reply.
+ * does not have the shape docs/protocol.md gives it; decode(), the one entry the client uses, throws MalformedReply
+ * then, which the caller reports as a malformed reply.
  *
  * @internal the wire layer; use Tether\Client
  */
 final class Reply
 {
     /**
-     * decode turns a successful reply into what a Client or Transaction method returns, as $as says: the name of
-     * the function of this class that decodes it (rows, first, numeric, columns, page, sparseRows with $count,
-     * exec, affected, counter, http), `tx` for the handle of a `begin` reply, or `reply` for the map as it is
-     * (ping). It is the one table from method to decoder; a new kind of reply is one more arm here.
+     * decode turns a successful reply into what a Client or Transaction method, or a batch operation, returns, as
+     * $as says: the name of the function of this class that decodes it (rows, first, numeric, columns, page,
+     * sparseRows with $count, exec, affected, counter, http), `done` for true from an {affected} reply (put,
+     * mutate_row), `matched` for whether an {affected} reply counts a match (check_and_mutate), `tx` for the handle
+     * of a `begin` reply, `ok` for true whatever the reply holds (ping, commit, rollback), or `reply` for the map as
+     * it is. It is the one table from method to decoder, for single calls and batch results alike; a new kind of
+     * reply is one more arm here.
      *
      * @param array<mixed> $reply
      * @param int $count for sparseRows: the number of keys asked for
-     * @return mixed false when the reply does not have the shape docs/protocol.md gives it (no decoded value is
-     *               false: first() returns null for no row, checkAndMutate's bool is made from affected())
+     * @throws MalformedReply the reply does not have the shape docs/protocol.md gives it
      */
     public static function decode(string $as, array $reply, int $count = 0): mixed
     {
         return match ($as) {
-            'first' => self::first($reply),
-            'rows' => self::rows($reply) ?? false,
-            'numeric' => self::numeric($reply) ?? false,
-            'columns' => self::columns($reply) ?? false,
-            'page' => self::page($reply) ?? false,
-            'sparseRows' => self::sparseRows($reply, $count) ?? false,
-            'exec' => self::exec($reply) ?? false,
-            'affected' => self::affected($reply) ?? false,
-            'counter' => self::counter($reply) ?? false,
-            'http' => self::http($reply) ?? false,
-            'tx' => \is_int($reply['tx'] ?? null) ? $reply['tx'] : false,
+            'first' => ($row = self::first($reply)) !== false ? $row : throw new MalformedReply(),
+            'rows' => self::rows($reply) ?? throw new MalformedReply(),
+            'numeric' => self::numeric($reply) ?? throw new MalformedReply(),
+            'columns' => self::columns($reply) ?? throw new MalformedReply(),
+            'page' => self::page($reply) ?? throw new MalformedReply(),
+            'sparseRows' => self::sparseRows($reply, $count) ?? throw new MalformedReply(),
+            'exec' => self::exec($reply) ?? throw new MalformedReply(),
+            'affected' => self::affected($reply) ?? throw new MalformedReply(),
+            'done' => self::affected($reply) !== null ? true : throw new MalformedReply(),
+            'matched' => (self::affected($reply) ?? throw new MalformedReply()) > 0,
+            'counter' => self::counter($reply) ?? throw new MalformedReply(),
+            'http' => self::http($reply) ?? throw new MalformedReply(),
+            'tx' => \is_int($reply['tx'] ?? null) ? $reply['tx'] : throw new MalformedReply(),
+            'ok' => true,
             'reply' => $reply,
         };
     }

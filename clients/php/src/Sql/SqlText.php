@@ -23,6 +23,9 @@ use Tether\Exception\LogicException;
  *   doubled, which reads the same whatever standard_conforming_strings says. A NUL byte cannot be in a PostgreSQL
  *   text literal: refused.
  *
+ * Placeholders (bind(), statementCount()): a statement written for PDO, `?`, `??` and `:name`, turned into what
+ * tetherd binds, read as PDO's scanner reads them.
+ *
  * Transaction control (transactionControl()): tetherd pins a transaction to one backend connection only through
  * its own begin/commit/rollback, so an integration must recognise the SQL statements that begin or end one by
  * their text, and nothing else: SAVEPOINT, ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] x, RELEASE SAVEPOINT and
@@ -148,6 +151,152 @@ final class SqlText
     }
 
     /**
+     * bind returns $sql and its parameters as tetherd binds them, from a statement written for PDO: positional
+     * placeholders of $dialect and a list of values in placeholder order. It reads placeholders as PDO's own
+     * scanner does, in code only: not inside string literals, quoted identifiers (MySQL `...`), PostgreSQL dollar
+     * quoted bodies or comments, where on MySQL an executable comment (`/*! ... *\/`) is a comment too (PDO does not
+     * look inside it), and string literals always take backslash escapes (PostgreSQL: E'...' only).
+     * - `??` is PDO's escape for a literal `?` (Laravel's PostgresGrammar writes jsonb's `?`, `?|` and `?&`
+     *   operators that way); it becomes `?`.
+     * - `?` is the next positional parameter: `$1`, `$2`, ... on PostgreSQL, left as `?` on MySQL.
+     * - `:name` (only when $bindings has string keys, `name` or `:name`) is a named parameter, turned into a
+     *   positional one and its value moved into place; a name may be used several times. `::` is a cast.
+     *
+     * @param array<int|string, mixed> $bindings a list, or name => value for `:name`
+     * @param string $dialect MYSQL or PGSQL
+     * @return array{0: string, 1: list<mixed>}
+     * @throws LogicException named and positional parameters mixed, a named parameter without a value, or (on
+     *                        PostgreSQL) a count of `?` that does not match $bindings
+     */
+    public static function bind(string $sql, array $bindings, string $dialect): array
+    {
+        $named = false;
+        foreach ($bindings as $key => $_) {
+            if (\is_string($key)) {
+                $named = true;
+                break;
+            }
+        }
+        if (!$named) {
+            $bindings = \array_values($bindings);
+            // Fast path: nothing to rewrite on MySQL unless `??` may appear; on PostgreSQL unless `?` appears.
+            if (!\str_contains($sql, '?') || ($dialect === self::MYSQL && !\str_contains($sql, '??'))) {
+                return [$sql, $bindings];
+            }
+        }
+
+        $out = '';
+        $params = [];
+        $positional = 0;
+        $namedSlots = [];
+        $length = \strlen($sql);
+        $start = 0; // start of the code not yet copied to $out
+        $i = 0;
+        while ($i < $length) {
+            // Jump over the characters that cannot start a literal, a comment or a placeholder.
+            $i += \strcspn($sql, "?:'\"`\$-/#", $i);
+            if ($i >= $length) {
+                break;
+            }
+            $skipTo = self::skipLiteralOrComment($sql, $i, $dialect);
+            if ($skipTo !== null) {
+                $i = $skipTo;
+                continue;
+            }
+            $c = $sql[$i];
+            if ($c === '?') {
+                $out .= \substr($sql, $start, $i - $start);
+                if ($i + 1 < $length && $sql[$i + 1] === '?') {
+                    $out .= '?';
+                    $i += 2;
+                } else {
+                    if ($named) {
+                        throw new LogicException('the statement mixes positional (?) and named (:name) parameters; use one kind');
+                    }
+                    $positional++;
+                    $out .= $dialect === self::PGSQL ? '$' . $positional : '?';
+                    $i++;
+                }
+                $start = $i;
+                continue;
+            }
+            if ($c === ':' && $named) {
+                if ($i + 1 < $length && $sql[$i + 1] === ':') {
+                    $i += 2; // a PostgreSQL cast
+                    continue;
+                }
+                if (\preg_match('/\G[A-Za-z_][A-Za-z0-9_]*/', $sql, $m, 0, $i + 1) === 1) {
+                    $name = $m[0];
+                    $value = \array_key_exists($name, $bindings) ? $bindings[$name]
+                        : (\array_key_exists(':' . $name, $bindings) ? $bindings[':' . $name]
+                        : throw new LogicException(\sprintf('no value is bound to the named parameter :%s', $name)));
+                    $out .= \substr($sql, $start, $i - $start);
+                    if ($dialect === self::PGSQL) {
+                        if (!isset($namedSlots[$name])) {
+                            $params[] = $value;
+                            $namedSlots[$name] = \count($params);
+                        }
+                        $out .= '$' . $namedSlots[$name];
+                    } else {
+                        $params[] = $value;
+                        $out .= '?';
+                    }
+                    $i += 1 + \strlen($name);
+                    $start = $i;
+                    continue;
+                }
+            }
+            $i++;
+        }
+        $out .= \substr($sql, $start);
+
+        if (!$named) {
+            $params = $bindings;
+            if ($dialect === self::PGSQL && $positional !== \count($params)) {
+                throw new LogicException(\sprintf('the statement has %d ? placeholders but %d bindings', $positional, \count($params)));
+            }
+        }
+
+        return [$out, $params];
+    }
+
+    /**
+     * statementCount returns how many statements $sql holds: the pieces separated by `;` in code that contain more
+     * than white space and comments, read as bind() reads them.
+     *
+     * @param string $dialect MYSQL or PGSQL
+     */
+    public static function statementCount(string $sql, string $dialect): int
+    {
+        $count = 0;
+        $hasCode = false;
+        $length = \strlen($sql);
+        $i = 0;
+        while ($i < $length) {
+            $skipTo = self::skipLiteralOrComment($sql, $i, $dialect);
+            if ($skipTo !== null) {
+                if (!self::isCommentAt($sql, $i, $dialect)) {
+                    $hasCode = true;
+                }
+                $i = $skipTo;
+                continue;
+            }
+            $c = $sql[$i];
+            if ($c === ';') {
+                if ($hasCode) {
+                    $count++;
+                }
+                $hasCode = false;
+            } elseif (!\ctype_space($c)) {
+                $hasCode = true;
+            }
+            $i++;
+        }
+
+        return $hasCode ? $count + 1 : $count;
+    }
+
+    /**
      * leadingWords returns the first $n words of $sql's code, upper-cased: after white space, comments, `(` and
      * `;`, and between words any white space and comments.
      *
@@ -251,11 +400,69 @@ final class SqlText
         return $out;
     }
 
+    /** isCommentAt tells whether a comment starts at $i, as bind() reads them (MySQL: `/*!` too). */
+    private static function isCommentAt(string $sql, int $i, string $dialect): bool
+    {
+        $c = $sql[$i];
+        $next = $sql[$i + 1] ?? '';
+        if ($c === '/' && $next === '*') {
+            return true;
+        }
+        if ($c === '-' && $next === '-') {
+            // MySQL needs white space (or the end) after `--`.
+            return $dialect === self::PGSQL || !isset($sql[$i + 2]) || \ctype_space($sql[$i + 2]);
+        }
+
+        return $c === '#' && $dialect === self::MYSQL;
+    }
+
     /**
-     * skipQuoted returns the offset just past the quoted text whose opening $quote is before $j: a doubled quote
-     * stands for one, and with $backslash a backslash escapes the next byte. Unterminated: the length of $sql.
+     * skipLiteralOrComment returns the offset just after the literal, quoted identifier or comment that starts at
+     * $i, as bind() reads them, or null when none starts there. An unterminated one runs to the end of the text.
      */
-    private static function skipQuoted(string $sql, int $j, string $quote, bool $backslash): int
+    private static function skipLiteralOrComment(string $sql, int $i, string $dialect): ?int
+    {
+        $c = $sql[$i];
+        if (self::isCommentAt($sql, $i, $dialect)) {
+            if ($c === '/') {
+                return $dialect === self::PGSQL ? self::endOfNestedComment($sql, $i + 2) : self::endOfComment($sql, $i + 2);
+            }
+            $end = \strpos($sql, "\n", $i);
+
+            return $end === false ? \strlen($sql) : $end + 1;
+        }
+        if ($dialect === self::MYSQL) {
+            if ($c === "'" || $c === '"' || $c === '`') {
+                return self::skipQuoted($sql, $i + 1, $c, $c !== '`');
+            }
+
+            return null;
+        }
+        if ($c === "'") {
+            $prev = $i > 0 ? $sql[$i - 1] : '';
+            $escapes = ($prev === 'E' || $prev === 'e') && ($i < 2 || !\preg_match('/[A-Za-z0-9_$]/', $sql[$i - 2]));
+
+            return self::skipQuoted($sql, $i + 1, "'", $escapes);
+        }
+        if ($c === '"') {
+            return self::skipQuoted($sql, $i + 1, '"', false);
+        }
+        if ($c === '$' && ($i === 0 || !\preg_match('/[A-Za-z0-9_]/', $sql[$i - 1]))
+            && \preg_match('/\G\$([A-Za-z_][A-Za-z0-9_]*)?\$/', $sql, $m, 0, $i) === 1) {
+            $end = \strpos($sql, $m[0], $i + \strlen($m[0]));
+
+            return $end === false ? \strlen($sql) : $end + \strlen($m[0]);
+        }
+
+        return null;
+    }
+
+    /**
+     * skipQuoted returns the offset just past the quoted text (a string literal or quoted identifier) whose opening
+     * $quote is just before $j: a doubled quote stands for one, and with $backslash a backslash escapes the next
+     * byte. Unterminated: the length of $sql. The one literal scanner of the client and the integrations.
+     */
+    public static function skipQuoted(string $sql, int $j, string $quote, bool $backslash): int
     {
         $length = \strlen($sql);
         $stops = $backslash ? $quote . '\\' : $quote;

@@ -14,7 +14,7 @@ use Tether\Transaction;
 
 /**
  * MalformedReplyTest pins what every Client and Transaction method that reads one reply does with a reply of the
- * wrong shape, a well-formed one and an error: one path (Client::call, Transaction::call) serves them all, so each
+ * wrong shape, a well-formed one and an error: one path (StreamConnection::call(), under Client::call and Transaction::call) serves them all, so each
  * method is driven through it here against the scripted fake tetherd.
  */
 final class MalformedReplyTest extends FakeServerTestCase
@@ -159,5 +159,64 @@ final class MalformedReplyTest extends FakeServerTestCase
         $this->expectException(\Tether\Exception\LogicException::class);
         $this->expectExceptionMessage('transaction 3 is already committed');
         $call($tx);
+    }
+    /**
+     * batchOperations lists each kind of batch operation with a well-formed result item and what the batch gives
+     * for it: what the Client method of the same name returns (true for those that return nothing).
+     *
+     * @return iterable<string, array{Operation, array<string, mixed>, callable(mixed): mixed, mixed}>
+     */
+    public static function batchOperations(): iterable
+    {
+        $rows = ['columns' => ['id', 'name'], 'rows' => [[1, 'ada'], [2, 'bob']]];
+        $cols = ['columns' => ['id'], 'count' => 1, 'data' => [[7]]];
+        $same = static fn (mixed $v): mixed => $v;
+        $set = [Mutation::set('f', 'q', 'v')];
+        yield 'query' => [Operation::query('SELECT 1'), $rows, $same, [['id' => 1, 'name' => 'ada'], ['id' => 2, 'name' => 'bob']]];
+        yield 'queryColumns' => [Operation::queryColumns('SELECT 1'), $cols, static fn ($r) => $r->rows(), [['id' => 7]]];
+        yield 'execute' => [Operation::execute('DELETE FROM t'), ['affected' => 3], static fn ($r) => (array) $r, ['affectedRows' => 3, 'lastInsertId' => 0]];
+        yield 'ping' => [Operation::ping(), [], $same, true];
+        yield 'get' => [Operation::get('t', 1), $rows, $same, ['id' => 1, 'name' => 'ada']];
+        yield 'get no row' => [Operation::get('t', 1), ['columns' => ['id'], 'rows' => []], $same, null];
+        yield 'multiGet' => [Operation::multiGet('t', [1, 2]), ['columns' => ['id'], 'rows' => [null, [2]]], $same, [null, ['id' => 2]]];
+        yield 'scan' => [Operation::scan('t'), $rows + ['cursor' => 'c'], static fn ($r) => [\count($r->rows), $r->cursor], [2, 'c']];
+        yield 'scanColumns' => [Operation::scanColumns('t'), $cols, static fn ($r) => $r->rows(), [['id' => 7]]];
+        yield 'put' => [Operation::put('t', ['id' => 1]), ['affected' => 1], $same, true];
+        yield 'delete' => [Operation::delete('t', 1), ['affected' => 0], $same, 0];
+        yield 'readRows' => [Operation::readRows('t'), $rows, static fn ($r) => \count($r->rows), 2];
+        yield 'readRowsColumns' => [Operation::readRowsColumns('t'), $cols, static fn ($r) => $r->rows(), [['id' => 7]]];
+        yield 'mutateRow' => [Operation::mutateRow('t', 'k', $set), ['affected' => 1], $same, true];
+        yield 'increment' => [Operation::increment('t', 'k', 'f', 'q'), ['columns' => ['key', 'family', 'qualifier', 'value'], 'rows' => [['k', 'f', 'q', 42]]], $same, 42];
+        yield 'checkAndMutate true' => [Operation::checkAndMutate('t', 'k', 'f', 'q', 'v', $set), ['affected' => 1], $same, true];
+        yield 'checkAndMutate false' => [Operation::checkAndMutate('t', 'k', 'f', 'q', 'v', $set), ['affected' => 0], $same, false];
+        yield 'http' => [Operation::http('api', 'GET', '/'), ['status' => 204], static fn ($r) => $r->status, 204];
+        yield 'join' => [Operation::join(Operation::query('SELECT 1'), 'r', ['id']), $cols, static fn ($r) => $r->rows(), [['id' => 7]]];
+    }
+
+    /** @dataProvider batchOperations */
+    public function testBatchResultIsDecodedAsTheClientMethodDecodes(Operation $op, array $item, callable $view, mixed $want): void
+    {
+        $error = ['error' => ['code' => 'busy', 'message' => 'no connection came free', 'retry' => true]];
+        $server = $this->serve([[['recv'], ['reply', ['results' => [$item, $error]]]]]);
+
+        $results = $this->client($server)->batch(['a' => $op, 'b' => $op]);
+        self::assertSame($want, $view($results['a']));
+        self::assertInstanceOf(ServerException::class, $results['b'], 'a failed operation is its exception, returned');
+        self::assertSame(ServerException::BUSY, $results['b']->getErrorCode());
+    }
+
+    /** @dataProvider batchOperations */
+    public function testBatchMalformedResultIsUnknownOutcome(Operation $op, array $item, callable $view, mixed $want): void
+    {
+        // ping reads nothing of its result: only a result that is not a map is malformed for it
+        $bad = $op->op === 'ping' ? 'x' : ['affected' => 'x', 'status' => 'x'];
+        $server = $this->serve([[['recv'], ['reply', ['results' => [$bad]]], ['await_eof', 5]]]);
+        try {
+            $this->client($server)->batch([$op]);
+            self::fail('no exception for a malformed batch result');
+        } catch (UnknownOutcomeException $e) {
+            self::assertSame('tetherd sent a malformed reply to batch; the request may or may not have been executed', $e->getMessage());
+        }
+        self::assertTrue($server->waitFor('eof'), 'the socket is dropped after a malformed reply');
     }
 }

@@ -169,4 +169,38 @@ final class SqlTextTest extends TestCase
         self::assertSame("SELECT e'', x''", SqlText::code("SELECT e'\\'', x'\\'", SqlText::PGSQL));
         self::assertSame("'' FROM''", SqlText::code("'\\' FROM' FROM t", SqlText::PGSQL), "a backslash in a standard string is a byte");
     }
+    /** bind() rewrites PDO placeholders in code only, as PDO reads them: a MySQL executable comment is a comment. */
+    public function testBindRewritesPlaceholdersInCodeOnly(): void
+    {
+        self::assertSame(['select $1, \'?\', "?", $$ ? $$ /* ? /* ? */ ? */ from t where a ? $2', [1, 2]], SqlText::bind('select ?, \'?\', "?", $$ ? $$ /* ? /* ? */ ? */ from t where a ?? ?', [1, 2], SqlText::PGSQL));
+        self::assertSame(['select a$b$ $1', [1]], SqlText::bind('select a$b$ ?', [1], SqlText::PGSQL), 'a $ inside a word starts no dollar quote');
+        self::assertSame(["select /*! ?? */ ?, '\\'??' ?", [1]], SqlText::bind("select /*! ?? */ ??, '\\'??' ?", [1], SqlText::MYSQL));
+        self::assertSame(['select $1::int, $2, $1', [1, 2]], SqlText::bind('select :a::int, :b, :a', [':a' => 1, 'b' => 2], SqlText::PGSQL));
+        self::assertSame(['select ?, ?, ?', [1, 2, 1]], SqlText::bind('select :a, :b, :a', ['a' => 1, 'b' => 2], SqlText::MYSQL));
+        self::assertSame(['select ? -- ?', [1, 2]], SqlText::bind('select ? -- ?', [3 => 1, 7 => 2], SqlText::MYSQL), 'MySQL: no `??`, nothing to rewrite');
+    }
+
+    public function testBindRefusesWhatDoesNotFit(): void
+    {
+        foreach ([
+            ['select :a, ?', ['a' => 1], SqlText::PGSQL, 'the statement mixes positional (?) and named (:name) parameters; use one kind'],
+            ['select :a, :b', ['a' => 1], SqlText::MYSQL, 'no value is bound to the named parameter :b'],
+            ['select ?, ?', [1], SqlText::PGSQL, 'the statement has 2 ? placeholders but 1 bindings'],
+        ] as [$sql, $bindings, $dialect, $want]) {
+            try {
+                SqlText::bind($sql, $bindings, $dialect);
+                self::fail("bind accepted $sql");
+            } catch (LogicException $e) {
+                self::assertSame($want, $e->getMessage());
+            }
+        }
+    }
+
+    public function testStatementCountSkipsLiteralsAndComments(): void
+    {
+        self::assertSame(1, SqlText::statementCount("insert into t values ('a;b'); -- c; d\n", SqlText::MYSQL));
+        self::assertSame(1, SqlText::statementCount('select 1; /*! select 2 */', SqlText::MYSQL), 'read as bind() reads it: an executable comment is a comment');
+        self::assertSame(1, SqlText::statementCount('create function f() returns int as $$ begin return 1; end $$ language plpgsql;', SqlText::PGSQL));
+        self::assertSame(0, SqlText::statementCount(' ; /* ; /* ; */ ; */ ', SqlText::PGSQL));
+    }
 }
