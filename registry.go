@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether-php/tether/internal/sqltables"
 )
 
 // BackendType is one kind of backend tetherd can run: the name a config's
@@ -41,6 +43,11 @@ type BackendType struct {
 	// ChangeStream: it can follow its database's change stream
 	// (change_stream = true).
 	ChangeStream bool
+	// Tables is the SQL dialect in which the result cache reads which
+	// tables a statement reads or writes, so that a write drops only the
+	// cached results that read its tables (cache by table); 0 for a type
+	// whose statements it cannot read that way.
+	Tables sqltables.Dialect
 	// LazyOpen: its Open connects nothing (an http upstream may start after
 	// tetherd; calls dial it), so a check that opens it proves nothing more.
 	LazyOpen bool

@@ -7,6 +7,7 @@ import (
 
 	tether "github.com/tether-php/tether"
 	_ "github.com/tether-php/tether/backend/all"
+	"github.com/tether-php/tether/internal/sqltables"
 )
 
 func TestRegistry(t *testing.T) {
@@ -23,6 +24,11 @@ func TestRegistry(t *testing.T) {
 	for name, cs := range map[string]bool{"mysql": true, "postgres": true, "sqlite": false, "http": false} {
 		if typ, _ := tether.LookupBackendType(name); typ.ChangeStream != cs {
 			t.Errorf("%s: ChangeStream = %v, want %v", name, typ.ChangeStream, cs)
+		}
+	}
+	for name, d := range map[string]sqltables.Dialect{"mysql": sqltables.MySQL, "postgres": sqltables.PostgreSQL, "sqlite": 0, "http": 0, "cassandra": 0, "bigtable": 0} {
+		if typ, _ := tether.LookupBackendType(name); typ.Tables != d {
+			t.Errorf("%s: Tables = %v, want %v", name, typ.Tables, d)
 		}
 	}
 	for _, name := range want {
