@@ -248,11 +248,15 @@ func TestUpstream_KeepAlive(t *testing.T) {
 func TestUpstream_MaxConns(t *testing.T) {
 	t.Run("Bound", func(t *testing.T) {
 		var active, most atomic.Int64
+		// Each request is held until the test has seen two in at once and
+		// lets both go; a third let in beside them would raise most.
+		entered, release := make(chan struct{}), make(chan struct{})
 		srv, c := serve(t, func(w http.ResponseWriter, r *http.Request) {
 			n := active.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			time.Sleep(20 * time.Millisecond)
+			entered <- struct{}{}
+			<-release
 			active.Add(-1)
 		})
 		u := open(t, srv.URL, func(c *tether.BackendConfig) {
@@ -271,6 +275,17 @@ func TestUpstream_MaxConns(t *testing.T) {
 				}
 				errs <- err
 			}()
+		}
+		for i := 0; i < 16; i += 2 {
+			for range 2 {
+				select {
+				case <-entered:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("after %d requests, no two ran at once", i)
+				}
+			}
+			release <- struct{}{}
+			release <- struct{}{}
 		}
 		wg.Wait()
 		close(errs)
@@ -396,7 +411,7 @@ func TestUpstream_Reset(t *testing.T) {
 		}
 		if r.URL.Path == "/midbody" {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
-			time.Sleep(20 * time.Millisecond)
+			waitSent(conn) // the headers and the start of the body reach the client before the reset
 		}
 		if r.URL.Path == "/eof" {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
@@ -559,6 +574,15 @@ func TestUpstream_Close(t *testing.T) {
 		u, result, release := start(t)
 		closed := make(chan error, 1)
 		go func() { closed <- u.Close(context.Background()) }()
+		// Close has begun once Open refuses (nothing else shows it): poll
+		// that, with a deadline.
+		for deadline := time.Now().Add(5 * time.Second); u.Open(context.Background()) == nil; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("Close did not begin")
+			}
+		}
+		// What is under test is that Close does not return while the call
+		// is in flight: a window in which it must not, not a wait.
 		select {
 		case err := <-closed:
 			t.Fatalf("Close returned %v while a call was in flight", err)
@@ -591,7 +615,8 @@ func TestUpstream_Close(t *testing.T) {
 			t.Fatalf("the call in flight failed: %v", err)
 		}
 		// The connection is closed once the call has returned it, which the
-		// call's caller may see a moment before.
+		// call's caller may see a moment before; nothing signals that
+		// close, so this polls the count, with a deadline.
 		s := u.Stats()
 		for deadline := time.Now().Add(2 * time.Second); s.Open != 0 && time.Now().Before(deadline); s = u.Stats() {
 			time.Sleep(5 * time.Millisecond)
