@@ -196,7 +196,9 @@ func DefaultBackendConfig(typ, dsn string) BackendConfig {
 
 // ParseConfig reads a TOML config from r over DefaultConfig's server and log
 // settings. A file that has a [backends] table replaces the default backend;
-// each backend starts from DefaultBackendConfig. Unknown keys are an error.
+// each backend starts from DefaultBackendConfig, and the sub-table of the
+// settings only its type has goes to its type's BackendOptions.Decode (into
+// BackendConfig.Options). Unknown keys are an error.
 // ParseConfig does not validate: call Validate.
 func ParseConfig(r io.Reader) (Config, error) {
 	cfg := DefaultConfig()
