@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,24 +130,16 @@ type BackendConfig struct {
 	// binary log; PostgreSQL: logical replication) so that the result cache drops what writes from elsewhere
 	// made stale; off, only the TTL bounds that (docs/operations.md).
 	ChangeStream bool `toml:"change_stream"`
-	// HTTP holds the settings only an http upstream has ([backends.NAME.http]);
-	// its dsn is the base URL, max_conns the most connections to it,
-	// idle_timeout how long an idle keep-alive connection is kept.
-	HTTP HTTPConfig `toml:"http"`
-}
+	// Options holds the settings only its type has, read from their
+	// sub-table ([backends.NAME.http] for http) by the type's
+	// BackendOptions.Decode (registry.go); nil for a type without any, and
+	// in a config built in code that sets none. The type's Validate and New
+	// read it.
+	Options any `toml:"-"`
 
-// HTTPConfig is the part of an http upstream's config that other backends
-// do not have.
-type HTTPConfig struct {
-	Headers          map[string]string `toml:"headers"`            // sent with every request unless the request sets the same name
-	MaxResponseBytes int               `toml:"max_response_bytes"` // a larger body is too_large; 0: 8 MiB
-	Timeout          Duration          `toml:"timeout"`            // the longest a call may take, whatever its timeout_ms; 0: only the request's deadline
-	DisableKeepAlive bool              `toml:"disable_keep_alive"` // a new connection per request (for upstreams that mishandle keep-alive)
-	TLSCAFile        string            `toml:"tls_ca_file"`        // PEM roots to trust instead of the system's
-	TLSCertFile      string            `toml:"tls_cert_file"`      // client certificate (PEM), with tls_key_file
-	TLSKeyFile       string            `toml:"tls_key_file"`
-	TLSServerName    string            `toml:"tls_server_name"` // overrides the name checked in the server's certificate
-	TLSSkipVerify    bool              `toml:"tls_insecure_skip_verify"`
+	// foreign names the types, other than Type, whose options sub-table the
+	// file gave this backend set to something; Validate refuses each.
+	foreign []string
 }
 
 // Default paths of the embedded default: SQLite beside a socket in ./var.
@@ -204,7 +196,9 @@ func DefaultBackendConfig(typ, dsn string) BackendConfig {
 
 // ParseConfig reads a TOML config from r over DefaultConfig's server and log
 // settings. A file that has a [backends] table replaces the default backend;
-// each backend starts from DefaultBackendConfig. Unknown keys are an error.
+// each backend starts from DefaultBackendConfig, and the sub-table of the
+// settings only its type has goes to its type's BackendOptions.Decode (into
+// BackendConfig.Options). Unknown keys are an error.
 // ParseConfig does not validate: call Validate.
 func ParseConfig(r io.Reader) (Config, error) {
 	cfg := DefaultConfig()
@@ -225,9 +219,13 @@ func ParseConfig(r io.Reader) (Config, error) {
 	if len(raw.Backends) > 0 {
 		cfg.Backends = make(map[string]BackendConfig, len(raw.Backends))
 	}
+	opts := newOptionsDecoder()
 	for name, prim := range raw.Backends {
 		bc := DefaultBackendConfig("", "")
 		if err := md.PrimitiveDecode(prim, &bc); err != nil {
+			return Config{}, fmt.Errorf("parse config: backends.%s: %w", name, err)
+		}
+		if err := opts.decode(&md, prim, &bc); err != nil {
 			return Config{}, fmt.Errorf("parse config: backends.%s: %w", name, err)
 		}
 		cfg.Backends[name] = bc
@@ -243,6 +241,78 @@ func ParseConfig(r io.Reader) (Config, error) {
 		cfg.Backends = DefaultConfig().Backends
 	}
 	return cfg, nil
+}
+
+// optionsDecoder reads the options sub-tables of the registered backend
+// types (BackendType.Options) from a backend's table.
+type optionsDecoder struct {
+	types    []BackendType // those with Options, by name
+	sections reflect.Type  // a struct of one toml.Primitive per type, tagged with its Section
+}
+
+func newOptionsDecoder() optionsDecoder {
+	d := optionsDecoder{types: optionTypes()}
+	fields := make([]reflect.StructField, len(d.types))
+	for i, t := range d.types {
+		fields[i] = reflect.StructField{
+			Name: "S" + strconv.Itoa(i),
+			Type: reflect.TypeFor[toml.Primitive](),
+			Tag:  reflect.StructTag(`toml:"` + t.Options.Section + `"`),
+		}
+	}
+	d.sections = reflect.StructOf(fields)
+	return d
+}
+
+// decode sets bc.Options from its type's sub-table (through the type's
+// Decode, with or without the sub-table in the file), and bc.foreign to the
+// other types whose sub-table prim holds set to something. Decoding marks
+// the keys of each sub-table decoded, so that md.Undecoded reports only the
+// keys no type knows.
+func (d optionsDecoder) decode(md *toml.MetaData, prim toml.Primitive, bc *BackendConfig) error {
+	if len(d.types) == 0 {
+		return nil
+	}
+	sv := reflect.New(d.sections)
+	if err := md.PrimitiveDecode(prim, sv.Interface()); err != nil {
+		return err
+	}
+	for i, t := range d.types {
+		sub := sv.Elem().Field(i)
+		given := !sub.IsZero()
+		if !given && t.Name != bc.Type {
+			continue
+		}
+		p := sub.Interface().(toml.Primitive)
+		opts, set, err := t.Options.Decode(func(v any) error {
+			if !given {
+				return nil
+			}
+			return md.PrimitiveDecode(p, v)
+		})
+		switch {
+		case err != nil:
+			return err
+		case t.Name == bc.Type:
+			bc.Options = opts
+		case set:
+			bc.foreign = append(bc.foreign, t.Name)
+		}
+	}
+	return nil
+}
+
+// backendConfigKeys returns the keys of a backend's table that
+// BackendConfig itself decodes.
+func backendConfigKeys() map[string]bool {
+	t := reflect.TypeFor[BackendConfig]()
+	keys := make(map[string]bool, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
 }
 
 // ReadConfigFile opens path and parses it with ParseConfig.
@@ -426,61 +496,18 @@ func (c *Config) Validate() error {
 		} else if b.ChangeStream && c.Cache.MaxBytes == 0 {
 			bad(f+"change_stream", true, "needs the result cache (cache.max_bytes > 0): it only drops cached results")
 		}
-		if typ.HTTP {
-			validateHTTP(f, b, bad)
-		} else if !b.HTTP.isZero() {
-			bad(f+"http", "{...}", "only a backend of type http takes these settings")
+		if known && typ.Validate != nil {
+			if err := typ.Validate(f, b); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, owner := range b.foreign {
+			if t, ok := LookupBackendType(owner); ok && t.Options != nil {
+				bad(f+t.Options.Section, "{...}", "only a backend of type %s takes these settings", owner)
+			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// validateHTTP checks the settings of an http upstream (f is "backends.NAME.").
-// Its dsn is the base URL: http or https, with a host, and no user info,
-// query or fragment.
-func validateHTTP(f string, b BackendConfig, bad func(field string, value any, format string, args ...any)) {
-	h := b.HTTP
-	if b.DSN != "" {
-		u, err := url.Parse(b.DSN)
-		switch {
-		case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "":
-			bad(f+"dsn", strconv.Quote(b.DSN), "must be an http:// or https:// base URL with a host")
-		case u.User != nil:
-			bad(f+"dsn", strconv.Quote(u.Redacted()), "must not hold user info (set an Authorization header in [%shttp] headers)", f)
-		case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-			bad(f+"dsn", strconv.Quote(b.DSN), "must not have a query or a fragment")
-		case u.Scheme == "http" && (h.TLSCAFile != "" || h.TLSCertFile != "" || h.TLSKeyFile != "" || h.TLSServerName != "" || h.TLSSkipVerify):
-			bad(f+"dsn", strconv.Quote(b.DSN), "the http.tls_* settings need an https:// URL")
-		}
-	}
-	if h.MaxResponseBytes < 0 {
-		bad(f+"http.max_response_bytes", h.MaxResponseBytes, "must be 0 (8 MiB) or more")
-	}
-	if h.Timeout < 0 {
-		bad(f+"http.timeout", h.Timeout, "must be 0 (the request's deadline only) or positive")
-	}
-	if h.TLSCertFile != "" && h.TLSKeyFile == "" {
-		bad(f+"http.tls_key_file", `""`, "required with http.tls_cert_file")
-	}
-	if h.TLSKeyFile != "" && h.TLSCertFile == "" {
-		bad(f+"http.tls_cert_file", `""`, "required with http.tls_key_file")
-	}
-	names := make([]string, 0, len(h.Headers))
-	for name := range h.Headers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		field := f + "http.headers." + name
-		switch {
-		case !httpToken(name):
-			bad(field, strconv.Quote(name), "a header name is a token: letters, digits and !#$%%&'*+-.^_`|~")
-		case strings.ContainsFunc(h.Headers[name], func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }):
-			bad(field, strconv.Quote(h.Headers[name]), "a header value must not hold control characters")
-		case httpHopByHop(name):
-			bad(field, strconv.Quote(h.Headers[name]), "tetherd sets this header itself, or it is hop-by-hop")
-		}
-	}
 }
 
 // changeStreamTypes names the registered backend types that can follow their
@@ -493,37 +520,6 @@ func changeStreamTypes() []string {
 		}
 	}
 	return out
-}
-
-// isZero reports whether no http setting is given.
-func (h HTTPConfig) isZero() bool {
-	return len(h.Headers) == 0 && h.MaxResponseBytes == 0 && h.Timeout == 0 && !h.DisableKeepAlive && h.TLSCAFile == "" &&
-		h.TLSCertFile == "" && h.TLSKeyFile == "" && h.TLSServerName == "" && !h.TLSSkipVerify
-}
-
-// httpToken reports whether s is an HTTP token (RFC 9110), as header names are.
-func httpToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// httpHopByHop reports whether a configured default header may not be set:
-// Content-Length and the hop-by-hop headers belong to tetherd's connection.
-// (Host may: it names a virtual host behind the dsn's address.)
-func httpHopByHop(name string) bool {
-	switch strings.ToLower(name) {
-	case "content-length", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade":
-		return true
-	}
-	return strings.HasPrefix(strings.ToLower(name), "proxy-")
 }
 
 // SocketFileMode returns the configured socket mode as an os.FileMode.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether-php/tether/internal/sqltables"
 )
 
 // BackendType is one kind of backend tetherd can run: the name a config's
@@ -25,15 +27,52 @@ type BackendType struct {
 	// connects nothing (Backend's lifecycle, step 1). Its errors should
 	// name the setting at fault ("dsn: ...", "http.tls_ca_file: ...").
 	New func(BackendConfig) (Backend, error)
+	// Options, when the type has settings no other type has, reads them
+	// from their own sub-table of its config ([backends.NAME.http] for
+	// http); nil when it has none.
+	Options *BackendOptions
+	// Validate, when set, checks what Config.Validate cannot know of a
+	// backend of this type: its Options, and what the shared settings mean
+	// for it (an http dsn is a base URL). prefix is "backends.NAME.". It
+	// returns every problem, each a *ConfigError naming the field
+	// (prefix+"http.timeout") and the value given, joined with errors.Join;
+	// nil when there is none. Like Config.Validate it has no side effects
+	// (it reads no file: New does). cfg.Options is what Options.Decode
+	// returned, or nil for a config built in code.
+	Validate func(prefix string, cfg BackendConfig) error
 	// ChangeStream: it can follow its database's change stream
 	// (change_stream = true).
 	ChangeStream bool
-	// HTTP: it takes the [backends.NAME.http] settings, which Validate
-	// checks (the others refuse them).
-	HTTP bool
+	// Tables is the SQL dialect in which the result cache reads which
+	// tables a statement reads or writes, so that a write drops only the
+	// cached results that read its tables (cache by table); 0 for a type
+	// whose statements it cannot read that way.
+	Tables sqltables.Dialect
 	// LazyOpen: its Open connects nothing (an http upstream may start after
 	// tetherd; calls dial it), so a check that opens it proves nothing more.
 	LazyOpen bool
+}
+
+// BackendOptions is how a backend type reads the settings only it has: the
+// sub-table [backends.NAME.<Section>] of a backend's config. ParseConfig
+// calls Decode once for every backend of the type (with or without the
+// sub-table in the file) and keeps what it returns in BackendConfig.Options,
+// for the type's Validate and New. It also calls the Decode of every other
+// type whose sub-table a backend carries, and Validate then refuses that
+// backend ("only a backend of type http takes these settings") if the
+// sub-table sets anything.
+type BackendOptions struct {
+	// Section is the sub-table's key: a key no other type owns and none of
+	// BackendConfig's own keys (type, dsn, max_conns, ...).
+	Section string
+	// Decode returns the type's options read from the sub-table: it calls
+	// decode with a pointer to its options value, which decode fills from
+	// the sub-table (leaving it as it is when the file has none). A key the
+	// value has no field for is an unknown key, reported by ParseConfig like
+	// any other; decode's errors name the key and the line, and Decode
+	// returns them as they are. set reports whether the options set
+	// anything (an empty sub-table sets nothing).
+	Decode func(decode func(v any) error) (opts any, set bool, err error)
 }
 
 var registry struct {
@@ -42,16 +81,30 @@ var registry struct {
 }
 
 // RegisterBackendType adds t to the backend types tetherd knows. It panics
-// on an empty name, a nil constructor or a name registered twice: all are
-// programming errors, found at init.
+// on an empty name, a nil constructor, a name registered twice, or Options
+// without a Section and a Decode or whose Section is a key BackendConfig or
+// another type already has: all are programming errors, found at init.
 func RegisterBackendType(t BackendType) {
 	if t.Name == "" || t.New == nil {
 		panic("tether: RegisterBackendType: a backend type needs a name and a constructor")
+	}
+	if o := t.Options; o != nil && (o.Section == "" || o.Decode == nil) {
+		panic("tether: RegisterBackendType: backend type " + t.Name + ": Options needs a Section and a Decode")
 	}
 	registry.Lock()
 	defer registry.Unlock()
 	if _, dup := registry.types[t.Name]; dup {
 		panic("tether: RegisterBackendType: backend type " + t.Name + " registered twice")
+	}
+	if o := t.Options; o != nil {
+		if backendConfigKeys()[o.Section] {
+			panic("tether: RegisterBackendType: backend type " + t.Name + ": section " + o.Section + " is a key every backend has")
+		}
+		for _, other := range registry.types {
+			if other.Options != nil && other.Options.Section == o.Section {
+				panic("tether: RegisterBackendType: backend type " + t.Name + ": section " + o.Section + " is backend type " + other.Name + "'s")
+			}
+		}
 	}
 	if registry.types == nil {
 		registry.types = map[string]BackendType{}
@@ -65,6 +118,18 @@ func LookupBackendType(name string) (BackendType, bool) {
 	defer registry.RUnlock()
 	t, ok := registry.types[name]
 	return t, ok
+}
+
+// optionTypes returns the registered types that have Options, sorted by
+// name.
+func optionTypes() []BackendType {
+	var out []BackendType
+	for _, name := range BackendTypeNames() {
+		if t, _ := LookupBackendType(name); t.Options != nil {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // BackendTypeNames returns the names of the registered backend types, sorted.

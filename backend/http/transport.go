@@ -75,7 +75,7 @@ func defaultHeaders(in map[string]string) (http.Header, string, error) {
 
 // tlsConfig builds the TLS settings of an https upstream, reading the CA and
 // client certificate files.
-func tlsConfig(c tether.HTTPConfig) (*tls.Config, error) {
+func tlsConfig(c *Config) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         c.TLSServerName,
@@ -102,7 +102,7 @@ func tlsConfig(c tether.HTTPConfig) (*tls.Config, error) {
 }
 
 // hasTLS reports whether any TLS setting is given.
-func hasTLS(c tether.HTTPConfig) bool {
+func hasTLS(c *Config) bool {
 	return c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSServerName != "" || c.TLSSkipVerify
 }
 

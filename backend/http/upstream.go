@@ -58,14 +58,17 @@ type Upstream struct {
 // and the requests in flight, acquire_timeout how long a request waits for
 // one of those, connect_timeout the dial and the TLS handshake, idle_timeout
 // how long an idle connection is kept (0: until the upstream closes it);
-// cfg.HTTP has the rest. New checks them all and reads the TLS files, but
+// cfg.Options (a *Config, see ConfigOf) has the rest. New checks them all and reads the TLS files, but
 // connects nothing.
 func New(cfg tether.BackendConfig) (*Upstream, error) {
 	base, err := parseBase(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("http upstream: %w", err)
 	}
-	h := cfg.HTTP
+	h, err := ConfigOf(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http upstream %s: %w", cfg.DSN, err)
+	}
 	if h.MaxResponseBytes < 0 {
 		return nil, fmt.Errorf("http upstream %s: http.max_response_bytes = %d: must not be negative", cfg.DSN, h.MaxResponseBytes)
 	}

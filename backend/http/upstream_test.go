@@ -62,6 +62,15 @@ func unstarted(h http.HandlerFunc) (*httptest.Server, *counts) {
 	return srv, c
 }
 
+// httpOpts returns c's http settings (c.Options), set to an empty *Config
+// first if c has none.
+func httpOpts(c *tether.BackendConfig) *httpup.Config {
+	if c.Options == nil {
+		c.Options = &httpup.Config{}
+	}
+	return c.Options.(*httpup.Config)
+}
+
 // open returns an opened upstream for dsn, with cfg's defaults changed by
 // tweak, closed when the test ends.
 func open(t *testing.T, dsn string, tweak func(*tether.BackendConfig)) *httpup.Upstream {
@@ -183,7 +192,7 @@ func TestUpstream_DefaultHeaders(t *testing.T) {
 		w.Header().Set("Got-Host", r.Host)
 	})
 	u := open(t, srv.URL, func(c *tether.BackendConfig) {
-		c.HTTP.Headers = map[string]string{"X-Api-Key": "secret", "x-both": "default", "Host": "api.internal"}
+		httpOpts(c).Headers = map[string]string{"X-Api-Key": "secret", "x-both": "default", "Host": "api.internal"}
 	})
 	resp := mustCall(t, u, tether.HTTPRequest{Path: "/", Header: map[string]string{"X-BOTH": "request", "x-req": "1"}})
 	for k, want := range map[string][]string{
@@ -225,7 +234,7 @@ func TestUpstream_KeepAlive(t *testing.T) {
 		}
 	})
 	t.Run("Disabled", func(t *testing.T) {
-		u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.DisableKeepAlive = true })
+		u := open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).DisableKeepAlive = true })
 		before := c.conns.Load()
 		for i := 0; i < 5; i++ {
 			mustCall(t, u, tether.HTTPRequest{Path: "/"})
@@ -239,11 +248,15 @@ func TestUpstream_KeepAlive(t *testing.T) {
 func TestUpstream_MaxConns(t *testing.T) {
 	t.Run("Bound", func(t *testing.T) {
 		var active, most atomic.Int64
+		// Each request is held until the test has seen two in at once and
+		// lets both go; a third let in beside them would raise most.
+		entered, release := make(chan struct{}), make(chan struct{})
 		srv, c := serve(t, func(w http.ResponseWriter, r *http.Request) {
 			n := active.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			time.Sleep(20 * time.Millisecond)
+			entered <- struct{}{}
+			<-release
 			active.Add(-1)
 		})
 		u := open(t, srv.URL, func(c *tether.BackendConfig) {
@@ -262,6 +275,17 @@ func TestUpstream_MaxConns(t *testing.T) {
 				}
 				errs <- err
 			}()
+		}
+		for i := 0; i < 16; i += 2 {
+			for range 2 {
+				select {
+				case <-entered:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("after %d requests, no two ran at once", i)
+				}
+			}
+			release <- struct{}{}
+			release <- struct{}{}
 		}
 		wg.Wait()
 		close(errs)
@@ -331,7 +355,7 @@ func TestUpstream_Timeout(t *testing.T) {
 
 	t.Run("UpstreamTimeout", func(t *testing.T) {
 		// http.timeout bounds a call whose own deadline is later.
-		u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.Timeout = tether.Duration(100 * time.Millisecond) })
+		u := open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).Timeout = tether.Duration(100 * time.Millisecond) })
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -387,7 +411,7 @@ func TestUpstream_Reset(t *testing.T) {
 		}
 		if r.URL.Path == "/midbody" {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
-			time.Sleep(20 * time.Millisecond)
+			waitSent(conn) // the headers and the start of the body reach the client before the reset
 		}
 		if r.URL.Path == "/eof" {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
@@ -440,7 +464,7 @@ func TestUpstream_TooLarge(t *testing.T) {
 			io.WriteString(w, "small")
 		}
 	})
-	u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.MaxResponseBytes = limit })
+	u := open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).MaxResponseBytes = limit })
 
 	// next checks that the upstream serves the next call, and, when dropped,
 	// that the connection of the too-large body was not kept.
@@ -550,6 +574,15 @@ func TestUpstream_Close(t *testing.T) {
 		u, result, release := start(t)
 		closed := make(chan error, 1)
 		go func() { closed <- u.Close(context.Background()) }()
+		// Close has begun once Open refuses (nothing else shows it): poll
+		// that, with a deadline.
+		for deadline := time.Now().Add(5 * time.Second); u.Open(context.Background()) == nil; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("Close did not begin")
+			}
+		}
+		// What is under test is that Close does not return while the call
+		// is in flight: a window in which it must not, not a wait.
 		select {
 		case err := <-closed:
 			t.Fatalf("Close returned %v while a call was in flight", err)
@@ -582,7 +615,8 @@ func TestUpstream_Close(t *testing.T) {
 			t.Fatalf("the call in flight failed: %v", err)
 		}
 		// The connection is closed once the call has returned it, which the
-		// call's caller may see a moment before.
+		// call's caller may see a moment before; nothing signals that
+		// close, so this polls the count, with a deadline.
 		s := u.Stats()
 		for deadline := time.Now().Add(2 * time.Second); s.Open != 0 && time.Now().Before(deadline); s = u.Stats() {
 			time.Sleep(5 * time.Millisecond)
@@ -675,7 +709,7 @@ func TestUpstream_TLS(t *testing.T) {
 	ca := writePEM(t, dir, "ca.pem", "CERTIFICATE", srv.Certificate().Raw)
 
 	t.Run("CAFile", func(t *testing.T) {
-		u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.TLSCAFile = ca })
+		u := open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).TLSCAFile = ca })
 		resp := mustCall(t, u, tether.HTTPRequest{Path: "/"})
 		if resp.Status != 200 || string(resp.Body) != "secure" || resp.Header["x-proto"][0] != "HTTP/1.1" {
 			t.Fatalf("got %d %q %v", resp.Status, resp.Body, resp.Header)
@@ -691,8 +725,8 @@ func TestUpstream_TLS(t *testing.T) {
 	})
 	t.Run("WrongServerName", func(t *testing.T) {
 		u := open(t, srv.URL, func(c *tether.BackendConfig) {
-			c.HTTP.TLSCAFile = ca
-			c.HTTP.TLSServerName = "not-in-the-certificate.example"
+			httpOpts(c).TLSCAFile = ca
+			httpOpts(c).TLSServerName = "not-in-the-certificate.example"
 		})
 		_, err := call(t, u, tether.HTTPRequest{Path: "/"})
 		wantCode(t, err, tether.CodeUnavailable)
@@ -701,7 +735,7 @@ func TestUpstream_TLS(t *testing.T) {
 		}
 	})
 	t.Run("SkipVerify", func(t *testing.T) {
-		u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.TLSSkipVerify = true })
+		u := open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).TLSSkipVerify = true })
 		mustCall(t, u, tether.HTTPRequest{Path: "/"})
 	})
 	t.Run("NotTLS", func(t *testing.T) {
@@ -719,7 +753,7 @@ func TestUpstream_TLS(t *testing.T) {
 		srv.StartTLS()
 		t.Cleanup(srv.Close)
 		ca := writePEM(t, t.TempDir(), "ca.pem", "CERTIFICATE", srv.Certificate().Raw)
-		u := open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.TLSCAFile = ca })
+		u := open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).TLSCAFile = ca })
 		resp := mustCall(t, u, tether.HTTPRequest{Method: "POST", Path: "/h2", Body: []byte("x")})
 		if p := resp.Header["x-proto"][0]; p != "HTTP/2.0" {
 			t.Fatalf("protocol %s, want HTTP/2.0 over TLS", p)
@@ -740,13 +774,13 @@ func TestUpstream_TLS(t *testing.T) {
 		os.WriteFile(key, keyPEM, 0o600)
 
 		u := open(t, srv.URL, func(c *tether.BackendConfig) {
-			c.HTTP.TLSCAFile, c.HTTP.TLSCertFile, c.HTTP.TLSKeyFile = ca, crt, key
+			httpOpts(c).TLSCAFile, httpOpts(c).TLSCertFile, httpOpts(c).TLSKeyFile = ca, crt, key
 		})
 		resp := mustCall(t, u, tether.HTTPRequest{Path: "/"})
 		if got := resp.Header["x-client"]; len(got) != 1 || got[0] != "php-frontend" {
 			t.Fatalf("the server saw client certificate %q", got)
 		}
-		u = open(t, srv.URL, func(c *tether.BackendConfig) { c.HTTP.TLSCAFile = ca })
+		u = open(t, srv.URL, func(c *tether.BackendConfig) { httpOpts(c).TLSCAFile = ca })
 		_, err := call(t, u, tether.HTTPRequest{Path: "/"})
 		wantCode(t, err, tether.CodeUnavailable)
 		if !errors.Is(err, httpup.ErrTLS) {
@@ -801,7 +835,7 @@ func TestNew(t *testing.T) {
 	os.WriteFile(notPEM, []byte("not a certificate"), 0o600)
 	cases := map[string]struct {
 		dsn   string
-		tweak func(*tether.HTTPConfig)
+		tweak func(*httpup.Config)
 		want  string
 	}{
 		"FTP":            {dsn: "ftp://h/", want: "http:// or https://"},
@@ -811,21 +845,21 @@ func TestNew(t *testing.T) {
 		"Query":          {dsn: "http://h/v1?key=1", want: "query"},
 		"Fragment":       {dsn: "http://h/v1#x", want: "fragment"},
 		"DoubleSlash":    {dsn: "http://h//v1", want: "//"},
-		"TLSOnPlainHTTP": {dsn: "http://h/", tweak: func(c *tether.HTTPConfig) { c.TLSCAFile = notPEM }, want: "https"},
-		"CertWithoutKey": {dsn: "https://h/", tweak: func(c *tether.HTTPConfig) { c.TLSCertFile = notPEM }, want: "go together"},
-		"CANotPEM":       {dsn: "https://h/", tweak: func(c *tether.HTTPConfig) { c.TLSCAFile = notPEM }, want: "no PEM"},
-		"CAMissing":      {dsn: "https://h/", tweak: func(c *tether.HTTPConfig) { c.TLSCAFile = filepath.Join(dir, "nope") }, want: "tls_ca_file"},
-		"NegativeLimit":  {dsn: "http://h/", tweak: func(c *tether.HTTPConfig) { c.MaxResponseBytes = -1 }, want: "max_response_bytes"},
+		"TLSOnPlainHTTP": {dsn: "http://h/", tweak: func(c *httpup.Config) { c.TLSCAFile = notPEM }, want: "https"},
+		"CertWithoutKey": {dsn: "https://h/", tweak: func(c *httpup.Config) { c.TLSCertFile = notPEM }, want: "go together"},
+		"CANotPEM":       {dsn: "https://h/", tweak: func(c *httpup.Config) { c.TLSCAFile = notPEM }, want: "no PEM"},
+		"CAMissing":      {dsn: "https://h/", tweak: func(c *httpup.Config) { c.TLSCAFile = filepath.Join(dir, "nope") }, want: "tls_ca_file"},
+		"NegativeLimit":  {dsn: "http://h/", tweak: func(c *httpup.Config) { c.MaxResponseBytes = -1 }, want: "max_response_bytes"},
 		"HopByHop": {dsn: "http://h/", want: "Connection",
-			tweak: func(c *tether.HTTPConfig) { c.Headers = map[string]string{"Connection": "close"} }},
+			tweak: func(c *httpup.Config) { c.Headers = map[string]string{"Connection": "close"} }},
 		"HeaderCRLF": {dsn: "http://h/", want: "control character",
-			tweak: func(c *tether.HTTPConfig) { c.Headers = map[string]string{"X-A": "a\r\nb"} }},
+			tweak: func(c *httpup.Config) { c.Headers = map[string]string{"X-A": "a\r\nb"} }},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := tether.DefaultBackendConfig("http", tc.dsn)
 			if tc.tweak != nil {
-				tc.tweak(&cfg.HTTP)
+				tc.tweak(httpOpts(&cfg))
 			}
 			_, err := httpup.New(cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -853,7 +887,7 @@ func BenchmarkUpstream_Call(b *testing.B) {
 	}))
 	defer srv.Close()
 	cfg := tether.DefaultBackendConfig("http", srv.URL+"/v1")
-	cfg.HTTP.Headers = map[string]string{"Authorization": "Bearer x"}
+	httpOpts(&cfg).Headers = map[string]string{"Authorization": "Bearer x"}
 	u, err := httpup.New(cfg)
 	if err != nil {
 		b.Fatal(err)

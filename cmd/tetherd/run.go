@@ -31,6 +31,10 @@ type Main struct {
 	// sockets (SIGUSR2, tether upgrade). Only one per process: off in tests
 	// that run several Mains.
 	Upgrades bool
+	// OnReady, when set, is called once tetherd is ready (when it tells
+	// systemd so): its PHP and admin sockets listen and its pid file is
+	// written. Tests wait on it rather than poll for the socket file.
+	OnReady func()
 }
 
 // NewMain returns a Main wired to the process's streams and signals.
@@ -220,6 +224,9 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 	}
 	log.Info("ready", "pid", os.Getpid(), "backends", len(backends), "gomaxprocs", runtime.GOMAXPROCS(0),
 		"admin", adminCfg.Socket, "admin_tcp", adminCfg.TCPListen, "pid_file", cfg.Server.PIDFile)
+	if m.OnReady != nil {
+		m.OnReady()
+	}
 
 	sigs := m.Signals
 	if sigs == nil {

@@ -44,22 +44,22 @@ dsn = "` + filepath.Join(dir, "t.db") + `"
 func start(t *testing.T, args ...string) (*Main, chan error, string) {
 	t.Helper()
 	var stderr bytes.Buffer
-	m := &Main{Stdout: io.Discard, Stderr: &stderr, Signals: make(chan os.Signal, 2)}
+	ready := make(chan struct{})
+	m := &Main{Stdout: io.Discard, Stderr: &stderr, Signals: make(chan os.Signal, 2), OnReady: func() { close(ready) }}
 	done := make(chan error, 1)
 	go func() { done <- m.Run(context.Background(), args) }()
 	sock := filepath.Join(filepath.Dir(args[len(args)-1]), "t.sock")
-	for i := 0; i < 500; i++ {
-		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return m, done, sock
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("tetherd exited before it was ready: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("tetherd exited before it was ready: %v\n%s", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("tetherd not ready after 30 s")
 	}
-	t.Fatalf("socket %s never appeared", sock)
-	return nil, nil, ""
+	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("ready, but socket %s: %v", sock, err)
+	}
+	return m, done, sock
 }
 
 func roundTrip(t *testing.T, c net.Conn, r wire.Request) *wire.Reply {
@@ -68,9 +68,16 @@ func roundTrip(t *testing.T, c net.Conn, r wire.Request) *wire.Reply {
 	if _, err := c.Write(wire.EndFrame(wire.AppendRequest(b, &r), st)); err != nil {
 		t.Fatal(err)
 	}
+	return readReply(t, c, r.Op)
+}
+
+// readReply reads and decodes the next reply on c, to what (named in a
+// failure).
+func readReply(t *testing.T, c net.Conn, what any) *wire.Reply {
+	t.Helper()
 	var h [4]byte
 	if _, err := io.ReadFull(c, h[:]); err != nil {
-		t.Fatalf("read reply to %s: %v", r.Op, err)
+		t.Fatalf("read reply to %v: %v", what, err)
 	}
 	p := make([]byte, binary.BigEndian.Uint32(h[:]))
 	io.ReadFull(c, p)
@@ -176,13 +183,12 @@ func TestMain_Signals(t *testing.T) {
 		m, done, sock := start(t, "-config", cfg)
 		os.Rename(logPath, logPath+".1") // what logrotate does before it signals
 		m.Signals <- syscall.SIGHUP
+		// The reopened log is the only sign of the SIGHUP's handling.
 		var text []byte
-		for i := 0; i < 100; i++ {
-			if text, _ = os.ReadFile(logPath); strings.Contains(string(text), "SIGHUP") {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFor(t, "the SIGHUP line in the reopened log", func() bool {
+			text, _ = os.ReadFile(logPath)
+			return strings.Contains(string(text), "SIGHUP")
+		})
 		if !strings.Contains(string(text), "log reopened") {
 			t.Fatalf("no SIGHUP line in the reopened log: %q", text)
 		}
@@ -209,10 +215,20 @@ func TestMain_Signals(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		// The slow query, then a ping behind it on the same connection: the
+		// ping's answer (ahead of the query's) says the query was read and
+		// is in flight.
 		b, st := wire.BeginFrame(nil)
-		c.Write(wire.EndFrame(wire.AppendRequest(b, &wire.Request{ID: 1, Op: wire.OpQuery, SQL: slowSQL, TimeoutMS: 60000}), st))
-		time.Sleep(50 * time.Millisecond)
+		b = wire.EndFrame(wire.AppendRequest(b, &wire.Request{ID: 1, Op: wire.OpQuery, SQL: slowSQL, TimeoutMS: 60000}), st)
+		b, st = wire.BeginFrame(b)
+		b = wire.EndFrame(wire.AppendRequest(b, &wire.Request{ID: 2, Op: wire.OpPing}), st)
+		c.Write(b)
+		if rep := readReply(t, c, "the query and the ping"); rep.ID != 2 {
+			t.Fatalf("got the answer to request %d first, want the ping's", rep.ID)
+		}
 		m.Signals <- syscall.SIGTERM
+		// Under test: tetherd does not exit while the request runs and grace
+		// is left. A window in which it must not, not a wait.
 		select {
 		case err := <-done:
 			t.Fatalf("exited with a request in flight and grace left: %v", err)
@@ -250,18 +266,13 @@ func TestMain_Admin(t *testing.T) {
 	}}, Timeout: 5 * time.Second}
 	get := func(path string) (int, string) {
 		t.Helper()
-		var err error
-		for i := 0; i < 200; i++ { // the admin socket comes just after the PHP one
-			var resp *http.Response
-			if resp, err = c.Get("http://tetherd" + path); err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode, string(b)
-			}
-			time.Sleep(10 * time.Millisecond)
+		resp, err := c.Get("http://tetherd" + path) // start waited for ready: the admin socket listens
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
 		}
-		t.Fatalf("GET %s: %v", path, err)
-		return 0, ""
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
 	}
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
@@ -311,14 +322,7 @@ func TestMain_Reload(t *testing.T) {
 	}}, Timeout: 30 * time.Second}
 	postReload := func() (int, map[string]any) {
 		t.Helper()
-		var resp *http.Response
-		var err error
-		for i := 0; i < 200; i++ { // the admin socket comes just after the PHP one
-			if resp, err = hc.Post("http://tetherd/reload", "", nil); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		resp, err := hc.Post("http://tetherd/reload", "", nil) // start waited for ready: the admin socket listens
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,6 +366,8 @@ func TestMain_Reload(t *testing.T) {
 
 	os.WriteFile(cfgPath, base, 0o644) // side removed, by SIGHUP this time
 	m.Signals <- syscall.SIGHUP
+	// Nothing tells a test that a SIGHUP's reload is done: poll what it
+	// changes, with a deadline.
 	for i := 0; ; i++ {
 		rep := roundTrip(t, c, wire.Request{ID: 3, Op: wire.OpQuery, Backend: "side", SQL: "SELECT 1"})
 		if e := rep.Error(); e != nil && e["code"] == "unknown_backend" {

@@ -53,9 +53,15 @@ func TestLoop_AcceptAtTheDescriptorLimit(t *testing.T) {
 
 type countingHandler struct {
 	opened, pauses atomic.Int64
+	want           int64         // opens that close all
+	all            chan struct{} // closed by the want-th open
 }
 
-func (h *countingHandler) OnOpen(*evloop.Conn, bool)            { h.opened.Add(1) }
+func (h *countingHandler) OnOpen(*evloop.Conn, bool) {
+	if h.opened.Add(1) == h.want {
+		close(h.all)
+	}
+}
 func (h *countingHandler) OnData(_ *evloop.Conn, in []byte) int { return len(in) }
 func (h *countingHandler) OnClose(*evloop.Conn)                 {}
 func (h *countingHandler) OnAcceptError(error, time.Duration)   { h.pauses.Add(1) }
@@ -78,7 +84,7 @@ func emfileChild() {
 		}
 		clients = append(clients, c)
 	}
-	h := &countingHandler{}
+	h := &countingHandler{want: int64(len(clients)), all: make(chan struct{})}
 	l, err := evloop.New(h, 1<<20)
 	if err != nil {
 		fail(err)
@@ -98,13 +104,18 @@ func emfileChild() {
 	}
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	// The measured second: what is under test is the CPU the loop spends
+	// in it, so this sleep is the behaviour's window, not a wait.
 	time.Sleep(time.Second)
 	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Millisecond
 	pauses := h.pauses.Load()
 	// Descriptors come back: the waiting clients are accepted.
 	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-h.all:
+	case <-time.After(10 * time.Second): // the parent reports how many were
+	}
 	fmt.Printf("RESULT cpu_ms=%d pauses=%d accepted=%d\n", cpu, pauses, h.opened.Load())
 	for _, c := range clients {
 		c.Close()
@@ -146,7 +157,9 @@ func TestLoop_PostAfterRunReturned(t *testing.T) {
 	ran := false
 	l.Post(func() { ran = true })
 	l.Stop()
-	time.Sleep(10 * time.Millisecond)
+	// No wait: Post and Stop write the eventfd, if at all, before they
+	// return (wakeLocked, under the loop's lock), and a Unix socket's peer
+	// can read what was written as soon as write returns.
 	for _, p := range pairs {
 		var b [16]byte
 		if n, err := syscall.Read(p.peer, b[:]); n > 0 || err != syscall.EAGAIN {
@@ -162,7 +175,7 @@ func TestLoop_PostAfterRunReturned(t *testing.T) {
 // clients send stays unread in the socket.
 type pausingHandler struct {
 	conns  chan *evloop.Conn
-	closed atomic.Int64
+	closed chan struct{} // one send per OnClose (buffered)
 }
 
 func (h *pausingHandler) OnOpen(c *evloop.Conn, _ bool) {
@@ -170,7 +183,7 @@ func (h *pausingHandler) OnOpen(c *evloop.Conn, _ bool) {
 	h.conns <- c
 }
 func (h *pausingHandler) OnData(_ *evloop.Conn, in []byte) int { return len(in) }
-func (h *pausingHandler) OnClose(*evloop.Conn)                 { h.closed.Add(1) }
+func (h *pausingHandler) OnClose(*evloop.Conn)                 { h.closed <- struct{}{} }
 
 // TestLoop_CloseAbortResetsThePeer: a connection closed by CloseAbort with
 // its client's bytes unread makes the client's read fail with ECONNRESET (the
@@ -178,7 +191,7 @@ func (h *pausingHandler) OnClose(*evloop.Conn)                 { h.closed.Add(1)
 func TestLoop_CloseAbortResetsThePeer(t *testing.T) {
 	for _, abort := range []bool{true, false} {
 		t.Run(fmt.Sprintf("abort=%v", abort), func(t *testing.T) {
-			h := &pausingHandler{conns: make(chan *evloop.Conn, 1)}
+			h := &pausingHandler{conns: make(chan *evloop.Conn, 1), closed: make(chan struct{}, 1)}
 			l, err := evloop.New(h, 1<<20)
 			if err != nil {
 				t.Fatal(err)
@@ -201,7 +214,9 @@ func TestLoop_CloseAbortResetsThePeer(t *testing.T) {
 			if _, err := c.Write([]byte("a request nobody reads")); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(20 * time.Millisecond) // in the server's socket, unread: reading is paused
+			// No wait: on a Unix stream socket write returns once the bytes
+			// are queued on the receiving socket, so they are in the
+			// server's socket now, unread (reading is paused).
 			if abort {
 				l.Post(func() { l.CloseAbort(conn) })
 			} else {
@@ -219,11 +234,10 @@ func TestLoop_CloseAbortResetsThePeer(t *testing.T) {
 			if !abort && err == nil {
 				t.Fatalf("read after Close: %v, want the connection ended", err)
 			}
-			for i := 0; h.closed.Load() == 0; i++ {
-				if i == 500 {
-					t.Fatal("OnClose was not called")
-				}
-				time.Sleep(10 * time.Millisecond)
+			select {
+			case <-h.closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("OnClose was not called")
 			}
 		})
 	}
