@@ -1,11 +1,12 @@
-package tether
+package server
 
 import (
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/internal/sqltext"
 	"github.com/tether-php/tether/wire"
@@ -29,7 +30,7 @@ import (
 // merging are off. It holds at most a quarter of the memory budget
 // (server.max_memory_bytes), whatever max_bytes says, so that a small budget
 // set without a thought for the cache still leaves the clients room.
-func newResultCache(cfg CacheConfig, memoryBudget int64) *resultcache.Cache {
+func newResultCache(cfg tether.CacheConfig, memoryBudget int64) *resultcache.Cache {
 	if cfg.MaxBytes == 0 && !cfg.Merge {
 		return nil
 	}
@@ -52,7 +53,7 @@ type cachedRead struct {
 	s     *Server
 	ss    *session
 	t     target
-	lb    loopsql.Backend
+	lb    sqlpool.Backend
 	req   wire.Request
 	read  resultcache.Read
 	done  atomic.Bool // served once
@@ -65,7 +66,7 @@ type cachedRead struct {
 // read in flight, or by running it as the leader of those that come
 // meanwhile. It reports false when the query
 // is not one the cache may hold (then the caller runs it as usual).
-func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb loopsql.Backend) bool {
+func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb sqlpool.Backend) bool {
 	read, ok := s.cacheRead(ss, r, t)
 	if !ok {
 		return false
@@ -120,7 +121,7 @@ func (s *Server) batchCachedRead(ss *session, op *wire.Request, t target) (hit [
 
 // completeBatchRead stores a batch query's result under its ticket (its
 // encoder's body, when it succeeded within max_result_bytes).
-func (s *Server) completeBatchRead(t *resultcache.Ticket, q *loopsql.Request, enc *wire.ResultEncoder) {
+func (s *Server) completeBatchRead(t *resultcache.Ticket, q *sqlpool.Request, enc *wire.ResultEncoder) {
 	if q.Err != nil {
 		s.cache.Abandon(t)
 		return
@@ -194,9 +195,9 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		defer s.unpend(cr.ss)
 		t, lb, ok := s.loopBackend(cr.ss, &cr.req)
 		if !ok {
-			e := Errorf(CodeUnknownBackend, "no backend named %q", cr.req.Backend)
+			e := tether.Errorf(tether.CodeUnknownBackend, "no backend named %q", cr.req.Backend)
 			if t.live != nil {
-				e = Errorf(CodeUnavailable, "backend %q changed type in a reload", cr.req.Backend)
+				e = tether.Errorf(tether.CodeUnavailable, "backend %q changed type in a reload", cr.req.Backend)
 			}
 			s.replyErrorNow(cr.ss, cr.req.ID, e)
 			return
@@ -216,7 +217,7 @@ func (cr *cachedRead) Served(value []byte, err error) {
 	id, columnar := cr.req.ID, cr.req.Columnar
 	took := s.observed(cr.ss, wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
 	if err != nil {
-		s.replyErrorNow(cr.ss, id, AsError(err))
+		s.replyErrorNow(cr.ss, id, tether.AsError(err))
 		return
 	}
 	s.replyNow(cr.ss, func(b []byte) []byte {
@@ -239,11 +240,11 @@ func (s *Server) completeCachedRead(c *sqlCall) {
 			s.cache.Complete(t, body, nil)
 			return
 		}
-		s.cache.Complete(t, nil, Errorf(CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(body), s.cfg.Server.MaxResultBytes))
+		s.cache.Complete(t, nil, tether.Errorf(tether.CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(body), s.cfg.Server.MaxResultBytes))
 		return
 	}
-	switch AsError(q.Err).Code {
-	case CodeBackendError, CodeTooLarge:
+	switch tether.AsError(q.Err).Code {
+	case tether.CodeBackendError, tether.CodeTooLarge:
 		s.cache.Complete(t, nil, q.Err)
 	default:
 		s.cache.Abandon(t)

@@ -1,10 +1,11 @@
-package tether
+package server
 
 import (
 	"context"
 	"sync/atomic"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/internal/sqltables"
 	"github.com/tether-php/tether/wire"
@@ -233,7 +234,7 @@ func (cr *cachedKeyRead) Served(value []byte, err error) {
 	defer s.unpend(ss)
 	took := s.observed(ss, r.Op, cr.backend, "", err, cr.start)
 	if err != nil {
-		e := AsError(err)
+		e := tether.AsError(err)
 		s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID, Took: took}, e) })
 		return
 	}

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/internal/sqltables"
 	"github.com/tether-php/tether/wire"
@@ -42,8 +43,8 @@ type cacheBackend struct {
 	dialect sqltables.Dialect
 
 	mu      sync.Mutex
-	catalog *Catalog // nil: not known (not read yet, unreadable, or a DDL since)
-	gen     uint64   // bumped by every DDL: a catalog read across one is not kept
+	catalog *tether.Catalog // nil: not known (not read yet, unreadable, or a DDL since)
+	gen     uint64          // bumped by every DDL: a catalog read across one is not kept
 	reload  chan struct{}
 
 	memo      map[string]readInfo // the analysis of each read's text; loop goroutine only
@@ -61,7 +62,7 @@ type readInfo struct {
 // PostgreSQL backend of cfg.
 // newCacheBackend returns the table bookkeeping of a MySQL or PostgreSQL
 // backend, or nil for another type.
-func newCacheBackend(name string, cfg BackendConfig) *cacheBackend {
+func newCacheBackend(name string, cfg tether.BackendConfig) *cacheBackend {
 	var d sqltables.Dialect
 	switch cfg.Type {
 	case "mysql":
@@ -83,7 +84,7 @@ func (s *Server) tablesOf(backend string) *cacheBackend {
 	return nil
 }
 
-func (cb *cacheBackend) loadCatalog() *Catalog {
+func (cb *cacheBackend) loadCatalog() *tether.Catalog {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
 	return cb.catalog
@@ -233,7 +234,7 @@ func (s *Server) streamInvalidate(backend string, tables []string) {
 // startCatalog reads, in the background until ctx ends, lb's catalog when it
 // can tell it, again every catalogRefresh and after every DDL.
 func (s *Server) startCatalog(ctx context.Context, lb *liveBackend) {
-	cc, ok := lb.b.(CacheCatalog)
+	cc, ok := lb.b.(tether.CacheCatalog)
 	if !ok || lb.tables == nil {
 		return
 	}
@@ -241,7 +242,7 @@ func (s *Server) startCatalog(ctx context.Context, lb *liveBackend) {
 	go s.followCatalog(ctx, lb.tables, cc)
 }
 
-func (s *Server) followCatalog(ctx context.Context, cb *cacheBackend, cc CacheCatalog) {
+func (s *Server) followCatalog(ctx context.Context, cb *cacheBackend, cc tether.CacheCatalog) {
 	defer s.bg.Done()
 	var logged string
 	for {
@@ -249,7 +250,7 @@ func (s *Server) followCatalog(ctx context.Context, cb *cacheBackend, cc CacheCa
 		gen := cb.gen
 		cb.mu.Unlock()
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		var cat *Catalog
+		var cat *tether.Catalog
 		err := s.safeCall(cb.name, "catalog", func() (err error) {
 			cat, err = cc.CacheCatalog(lctx)
 			return err

@@ -1,10 +1,11 @@
-package tether
+package server
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/resultcache"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) startChangeStream(ctx context.Context, lb *liveBackend) {
 	if !lb.cfg.ChangeStream {
 		return
 	}
-	f, ok := lb.b.(ChangeFollower)
+	f, ok := lb.b.(tether.ChangeFollower)
 	if !ok {
 		return // Config.Validate refuses change_stream on other types
 	}
@@ -43,7 +44,7 @@ func (s *Server) startChangeStream(ctx context.Context, lb *liveBackend) {
 
 // followChanges follows one backend's stream until ctx ends, reopening it
 // when it breaks.
-func (s *Server) followChanges(ctx context.Context, name string, f ChangeFollower) {
+func (s *Server) followChanges(ctx context.Context, name string, f tether.ChangeFollower) {
 	defer s.bg.Done()
 	again := &secondDrop{s: s, backend: name}
 	defer again.stop()

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"bytes"
@@ -19,7 +19,8 @@ import (
 
 	"github.com/tinylib/msgp/msgp"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/wire"
 )
@@ -70,23 +71,23 @@ type fuzzServer struct {
 
 func startFuzzServer(tb testing.TB) *fuzzServer {
 	tb.Helper()
-	cfg := DefaultConfig()
+	cfg := tether.DefaultConfig()
 	cfg.Server.Socket = filepath.Join(tb.TempDir(), "f.sock")
 	cfg.Server.TCPListen, cfg.Server.TCPToken = "127.0.0.1:0", fuzzToken
 	cfg.Server.MaxFrameBytes = fuzzMaxFrame
 	cfg.Server.MaxResultBytes = 16 << 10
-	cfg.Server.DefaultTimeout = Duration(2 * time.Second)
-	cfg.Backends = map[string]BackendConfig{
-		"main": DefaultBackendConfig("mysql", "fake"),
-		"kv":   DefaultBackendConfig("sqlite", "fake"),
-		"none": DefaultBackendConfig("sqlite", "fake"),
+	cfg.Server.DefaultTimeout = tether.Duration(2 * time.Second)
+	cfg.Backends = map[string]tether.BackendConfig{
+		"main": tether.DefaultBackendConfig("mysql", "fake"),
+		"kv":   tether.DefaultBackendConfig("sqlite", "fake"),
+		"none": tether.DefaultBackendConfig("sqlite", "fake"),
 	}
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
 	fs := &fuzzServer{socket: cfg.Server.Socket, main: newFakeLoopBackend(), kv: &fakeBackend{}}
-	backends := map[string]Backend{"main": fs.main, "kv": fs.kv, "none": bareBackend{}}
-	fs.s = NewServer(cfg, backends, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	backends := map[string]tether.Backend{"main": fs.main, "kv": fs.kv, "none": bareBackend{}}
+	fs.s = New(cfg, backends, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := fs.s.Open(ctx); err != nil {
@@ -221,9 +222,9 @@ func expectReply(payload []byte, preAuth bool) expectation {
 	}
 	switch {
 	case len(payload) == 0:
-		return expectation{code: string(CodeBadFrame), closes: true}
+		return expectation{code: string(tether.CodeBadFrame), closes: true}
 	case len(payload) > limit:
-		return expectation{code: string(CodeTooLarge), closes: true}
+		return expectation{code: string(tether.CodeTooLarge), closes: true}
 	}
 	var r wire.Request
 	err := wire.DecodeRequest(payload, &r)
@@ -234,19 +235,19 @@ func expectReply(payload []byte, preAuth bool) expectation {
 		case err == nil && r.Op == wire.OpHello && r.HasID && r.Token == fuzzToken:
 			return expectation{id: r.ID}
 		case err == nil:
-			return expectation{id: r.ID, code: string(CodeUnauthorized), closes: true}
+			return expectation{id: r.ID, code: string(tether.CodeUnauthorized), closes: true}
 		case isRE:
-			return expectation{id: re.ID, code: string(CodeUnauthorized), closes: true}
+			return expectation{id: re.ID, code: string(tether.CodeUnauthorized), closes: true}
 		}
-		return expectation{code: string(CodeUnauthorized), closes: true}
+		return expectation{code: string(tether.CodeUnauthorized), closes: true}
 	}
 	switch {
 	case isRE && !re.Fatal:
-		return expectation{id: re.ID, code: string(CodeBadRequest)}
+		return expectation{id: re.ID, code: string(tether.CodeBadRequest)}
 	case err != nil:
-		return expectation{code: string(CodeBadFrame), closes: true}
+		return expectation{code: string(tether.CodeBadFrame), closes: true}
 	case !r.HasID:
-		return expectation{code: string(CodeBadRequest)}
+		return expectation{code: string(tether.CodeBadRequest)}
 	}
 	return expectation{id: r.ID}
 }
@@ -486,11 +487,11 @@ const fakeSlow = 20 * time.Millisecond
 func fakeFault(ctx context.Context, text string) error {
 	switch {
 	case strings.Contains(text, "error"):
-		return &Error{Code: CodeBackendError, Message: "fake: the error asked for", BackendCode: "1064"}
+		return &tether.Error{Code: tether.CodeBackendError, Message: "fake: the error asked for", BackendCode: "1064"}
 	case strings.Contains(text, "down"):
-		return fmt.Errorf("fake: %w", ErrUnavailable)
+		return fmt.Errorf("fake: %w", tether.ErrUnavailable)
 	case strings.Contains(text, "busy"):
-		return fmt.Errorf("fake: %w", ErrBusy)
+		return fmt.Errorf("fake: %w", tether.ErrBusy)
 	case strings.Contains(text, "slow"):
 		t := time.NewTimer(fakeSlow)
 		defer t.Stop()
@@ -528,25 +529,25 @@ type fakeBackend struct {
 }
 
 func (*fakeBackend) Open(context.Context) error  { return nil }
-func (*fakeBackend) Stats() PoolStats            { return PoolStats{} }
+func (*fakeBackend) Stats() tether.PoolStats     { return tether.PoolStats{} }
 func (*fakeBackend) Close(context.Context) error { return nil }
 
-func (f *fakeBackend) Query(ctx context.Context, s Statement) (*Result, error) {
+func (f *fakeBackend) Query(ctx context.Context, s tether.Statement) (*tether.Result, error) {
 	if err := fakeFault(ctx, s.SQL); err != nil {
 		return nil, err
 	}
 	columns, rows := fakeRows(s.SQL, s.Params)
-	return &Result{Columns: columns, Rows: rows}, nil
+	return &tether.Result{Columns: columns, Rows: rows}, nil
 }
 
-func (f *fakeBackend) Exec(ctx context.Context, s Statement) (*Result, error) {
+func (f *fakeBackend) Exec(ctx context.Context, s tether.Statement) (*tether.Result, error) {
 	if err := fakeFault(ctx, s.SQL); err != nil {
 		return nil, err
 	}
-	return &Result{Affected: int64(len(s.Params)), InsertID: 7}, nil
+	return &tether.Result{Affected: int64(len(s.Params)), InsertID: 7}, nil
 }
 
-func (f *fakeBackend) Begin(ctx context.Context) (Tx, error) {
+func (f *fakeBackend) Begin(ctx context.Context) (tether.Tx, error) {
 	f.openTxs.Add(1)
 	return &fakeTx{b: f}, nil
 }
@@ -557,16 +558,16 @@ type fakeTx struct {
 	done atomic.Bool
 }
 
-func (t *fakeTx) Query(ctx context.Context, s Statement) (*Result, error) {
+func (t *fakeTx) Query(ctx context.Context, s tether.Statement) (*tether.Result, error) {
 	if t.done.Load() {
-		return nil, &Error{Code: CodeTxAborted, Message: "fake: transaction over", Retry: true}
+		return nil, &tether.Error{Code: tether.CodeTxAborted, Message: "fake: transaction over", Retry: true}
 	}
 	return t.b.Query(ctx, s)
 }
 
-func (t *fakeTx) Exec(ctx context.Context, s Statement) (*Result, error) {
+func (t *fakeTx) Exec(ctx context.Context, s tether.Statement) (*tether.Result, error) {
 	if t.done.Load() {
-		return nil, &Error{Code: CodeTxAborted, Message: "fake: transaction over", Retry: true}
+		return nil, &tether.Error{Code: tether.CodeTxAborted, Message: "fake: transaction over", Retry: true}
 	}
 	return t.b.Exec(ctx, s)
 }
@@ -576,7 +577,7 @@ func (t *fakeTx) Rollback(ctx context.Context) error { return t.end() }
 
 func (t *fakeTx) end() error {
 	if t.done.Swap(true) {
-		return ErrTxDone
+		return tether.ErrTxDone
 	}
 	t.b.openTxs.Add(-1)
 	return nil
@@ -594,22 +595,22 @@ func keyRow(columns []string, key []any) []any {
 	return row
 }
 
-func keyColumns(k KeyRequest) []string {
+func keyColumns(k tether.KeyRequest) []string {
 	if len(k.Columns) > 0 {
 		return k.Columns
 	}
 	return []string{"id", "v"}
 }
 
-func (f *fakeBackend) Get(ctx context.Context, k KeyRequest) (*Result, error) {
+func (f *fakeBackend) Get(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
 	if err := fakeFault(ctx, k.Table); err != nil {
 		return nil, err
 	}
 	cols := keyColumns(k)
-	return &Result{Columns: cols, Rows: [][]any{keyRow(cols, k.Key)}}, nil
+	return &tether.Result{Columns: cols, Rows: [][]any{keyRow(cols, k.Key)}}, nil
 }
 
-func (f *fakeBackend) MultiGet(ctx context.Context, k KeyRequest) (*Result, error) {
+func (f *fakeBackend) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
 	if err := fakeFault(ctx, k.Table); err != nil {
 		return nil, err
 	}
@@ -620,15 +621,15 @@ func (f *fakeBackend) MultiGet(ctx context.Context, k KeyRequest) (*Result, erro
 			rows[i] = keyRow(cols, key)
 		}
 	}
-	return &Result{Columns: cols, Rows: rows}, nil
+	return &tether.Result{Columns: cols, Rows: rows}, nil
 }
 
-func (f *fakeBackend) Scan(ctx context.Context, k KeyRequest) (*Result, error) {
+func (f *fakeBackend) Scan(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
 	if err := fakeFault(ctx, k.Table); err != nil {
 		return nil, err
 	}
 	cols := keyColumns(k)
-	res := &Result{Columns: cols}
+	res := &tether.Result{Columns: cols}
 	for i := range 3 {
 		res.Rows = append(res.Rows, keyRow(cols, append(append([]any{}, k.Prefix...), int64(i))))
 	}
@@ -638,60 +639,49 @@ func (f *fakeBackend) Scan(ctx context.Context, k KeyRequest) (*Result, error) {
 	return res, nil
 }
 
-func (f *fakeBackend) Put(ctx context.Context, k KeyRequest) (*Result, error) {
+func (f *fakeBackend) Put(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
 	if err := fakeFault(ctx, k.Table); err != nil {
 		return nil, err
 	}
-	return &Result{Affected: 1}, nil
+	return &tether.Result{Affected: 1}, nil
 }
 
-func (f *fakeBackend) Delete(ctx context.Context, k KeyRequest) (*Result, error) {
+func (f *fakeBackend) Delete(ctx context.Context, k tether.KeyRequest) (*tether.Result, error) {
 	if err := fakeFault(ctx, k.Table); err != nil {
 		return nil, err
 	}
-	return &Result{Affected: 1}, nil
+	return &tether.Result{Affected: 1}, nil
 }
 
-func (f *fakeBackend) ReadRows(ctx context.Context, r RowsRequest) (*Result, error) {
+// WideColumn answers as Bigtable would, without checking the values: row
+// keys and cells are the backend's to map (backend/bigtable tests that).
+func (f *fakeBackend) WideColumn(ctx context.Context, r tether.WideColumnRequest) (*tether.Result, error) {
 	if err := fakeFault(ctx, r.Table); err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"key", "family", "qualifier", "timestamp", "value"}}
-	for _, k := range append(r.Keys, r.Prefix) {
-		res.Rows = append(res.Rows, []any{k, "f", "q", int64(1), []byte("v")})
+	switch r.Op {
+	case tether.OpReadRows:
+		res := &tether.Result{Columns: []string{"key", "family", "qualifier", "timestamp", "value"}}
+		for _, k := range append(r.Keys, r.Prefix) {
+			res.Rows = append(res.Rows, []any{fmt.Sprint(k), "f", "q", int64(1), []byte("v")})
+		}
+		return res, nil
+	case tether.OpIncrement:
+		return &tether.Result{Columns: []string{"key", "family", "qualifier", "value"}, Rows: [][]any{{fmt.Sprint(r.Key), r.Family, r.Qualifier, r.Delta}}}, nil
+	case tether.OpCheckAndMutate:
+		if r.Value == nil {
+			return &tether.Result{Affected: 1}, nil
+		}
+		return &tether.Result{}, nil
 	}
-	return res, nil
+	return &tether.Result{Affected: 1}, nil
 }
 
-func (f *fakeBackend) MutateRow(ctx context.Context, m RowMutation) (*Result, error) {
-	if err := fakeFault(ctx, m.Table); err != nil {
-		return nil, err
-	}
-	return &Result{Affected: 1}, nil
-}
-
-func (f *fakeBackend) Increment(ctx context.Context, r IncrementRequest) (*Result, error) {
-	if err := fakeFault(ctx, r.Table); err != nil {
-		return nil, err
-	}
-	return &Result{Columns: []string{"key", "family", "qualifier", "value"}, Rows: [][]any{{r.Key, r.Family, r.Qualifier, r.Delta}}}, nil
-}
-
-func (f *fakeBackend) CheckAndMutate(ctx context.Context, c CheckAndMutateRequest) (*Result, error) {
-	if err := fakeFault(ctx, c.Table); err != nil {
-		return nil, err
-	}
-	if c.Value == nil {
-		return &Result{Affected: 1}, nil
-	}
-	return &Result{}, nil
-}
-
-func (f *fakeBackend) Call(ctx context.Context, r HTTPRequest) (*HTTPResponse, error) {
+func (f *fakeBackend) Call(ctx context.Context, r tether.HTTPRequest) (*tether.HTTPResponse, error) {
 	if err := fakeFault(ctx, r.Path); err != nil {
 		return nil, err
 	}
-	return &HTTPResponse{Status: 200, Header: map[string][]string{"content-type": {"text/plain"}}, Body: []byte("fake " + r.Path)}, nil
+	return &tether.HTTPResponse{Status: 200, Header: map[string][]string{"content-type": {"text/plain"}}, Body: []byte("fake " + r.Path)}, nil
 }
 
 // fakeLoopBackend is a backend the event loop drives, as MySQL and
@@ -702,16 +692,16 @@ func (f *fakeBackend) Call(ctx context.Context, r HTTPRequest) (*HTTPResponse, e
 type fakeLoopBackend struct {
 	fakeBackend // openTxs counts the loop's transactions too
 	loop        *evloop.Loop
-	pending     map[*loopsql.Request]struct{} // loop goroutine only
+	pending     map[*sqlpool.Request]struct{} // loop goroutine only
 }
 
 func newFakeLoopBackend() *fakeLoopBackend {
-	return &fakeLoopBackend{pending: map[*loopsql.Request]struct{}{}}
+	return &fakeLoopBackend{pending: map[*sqlpool.Request]struct{}{}}
 }
 
 func (f *fakeLoopBackend) UseLoop(l *evloop.Loop) { f.loop = l }
 
-func (f *fakeLoopBackend) Submit(r *loopsql.Request) {
+func (f *fakeLoopBackend) Submit(r *sqlpool.Request) {
 	f.pending[r] = struct{}{}
 	at, timedOut := time.Now(), false
 	if strings.Contains(r.SQL, "slow") {
@@ -725,7 +715,7 @@ func (f *fakeLoopBackend) Submit(r *loopsql.Request) {
 	time.AfterFunc(time.Until(at), func() {
 		f.loop.Post(func() {
 			if timedOut {
-				f.finish(r, &Error{Code: CodeTimeout, Message: "fake: deadline exceeded"}, true)
+				f.finish(r, &tether.Error{Code: tether.CodeTimeout, Message: "fake: deadline exceeded"}, true)
 				return
 			}
 			f.run(r)
@@ -733,34 +723,34 @@ func (f *fakeLoopBackend) Submit(r *loopsql.Request) {
 	})
 }
 
-func (f *fakeLoopBackend) run(r *loopsql.Request) {
+func (f *fakeLoopBackend) run(r *sqlpool.Request) {
 	if _, ok := f.pending[r]; !ok {
 		return // given up on already
 	}
 	if r.Tx != nil && r.Tx.Conn == nil {
-		f.finish(r, &Error{Code: CodeTxAborted, Message: "fake: transaction over", Retry: true}, false)
+		f.finish(r, &tether.Error{Code: tether.CodeTxAborted, Message: "fake: transaction over", Retry: true}, false)
 		return
 	}
 	switch r.Kind {
-	case loopsql.KindBegin:
+	case sqlpool.KindBegin:
 		f.openTxs.Add(1)
-		r.NewTx = &loopsql.Tx{Conn: f, Client: r.Client}
-	case loopsql.KindCommit, loopsql.KindRollback:
+		r.NewTx = &sqlpool.Tx{Conn: f, Client: r.Client}
+	case sqlpool.KindCommit, sqlpool.KindRollback:
 		f.endTx(r.Tx, nil)
-	case loopsql.KindExec:
+	case sqlpool.KindExec:
 		if err := fakeFault(context.Background(), strings.ReplaceAll(r.SQL, "slow", "")); err != nil {
 			f.finish(r, err, false)
 			return
 		}
 		r.Affected, r.InsertID = int64(len(r.Params)), 7
-	case loopsql.KindQuery:
+	case sqlpool.KindQuery:
 		if err := fakeFault(context.Background(), strings.ReplaceAll(r.SQL, "slow", "")); err != nil {
 			f.finish(r, err, false)
 			return
 		}
 		columns, rows := fakeRows(r.SQL, r.Params)
 		if err := sinkRows(r.Sink, columns, rows); err != nil {
-			f.finish(r, &Error{Code: CodeTooLarge, Message: "fake: " + err.Error()}, false)
+			f.finish(r, &tether.Error{Code: tether.CodeTooLarge, Message: "fake: " + err.Error()}, false)
 			return
 		}
 	}
@@ -803,7 +793,7 @@ func sinkRows(s wire.RowSink, columns []string, rows [][]any) error {
 }
 
 // finish answers r, once; abandoned: given up on (the server does not reuse it).
-func (f *fakeLoopBackend) finish(r *loopsql.Request, err error, abandoned bool) {
+func (f *fakeLoopBackend) finish(r *sqlpool.Request, err error, abandoned bool) {
 	if _, ok := f.pending[r]; !ok {
 		return
 	}
@@ -814,7 +804,7 @@ func (f *fakeLoopBackend) finish(r *loopsql.Request, err error, abandoned bool) 
 	r.Done(r)
 }
 
-func (f *fakeLoopBackend) endTx(tx *loopsql.Tx, why error) {
+func (f *fakeLoopBackend) endTx(tx *sqlpool.Tx, why error) {
 	if tx == nil || tx.Conn == nil {
 		return
 	}
@@ -822,9 +812,9 @@ func (f *fakeLoopBackend) endTx(tx *loopsql.Tx, why error) {
 	f.openTxs.Add(-1)
 }
 
-func (f *fakeLoopBackend) Abandon(r *loopsql.Request, err error) { f.finish(r, err, true) }
+func (f *fakeLoopBackend) Abandon(r *sqlpool.Request, err error) { f.finish(r, err, true) }
 
-func (f *fakeLoopBackend) CancelClient(c *loopsql.Client, err error) {
+func (f *fakeLoopBackend) CancelClient(c *sqlpool.Client, err error) {
 	for r := range f.pending {
 		if r.Client == c {
 			f.finish(r, err, true)
@@ -832,8 +822,8 @@ func (f *fakeLoopBackend) CancelClient(c *loopsql.Client, err error) {
 	}
 }
 
-func (f *fakeLoopBackend) AbortTx(tx *loopsql.Tx, why string) {
-	e := &Error{Code: CodeTxAborted, Message: why, Retry: true}
+func (f *fakeLoopBackend) AbortTx(tx *sqlpool.Tx, why string) {
+	e := &tether.Error{Code: tether.CodeTxAborted, Message: why, Retry: true}
 	for r := range f.pending {
 		if r.Tx == tx {
 			f.finish(r, e, true)
@@ -846,15 +836,15 @@ func (f *fakeLoopBackend) AbortTx(tx *loopsql.Tx, why string) {
 type bareBackend struct{}
 
 func (bareBackend) Open(context.Context) error  { return nil }
-func (bareBackend) Stats() PoolStats            { return PoolStats{} }
+func (bareBackend) Stats() tether.PoolStats     { return tether.PoolStats{} }
 func (bareBackend) Close(context.Context) error { return nil }
 
 var (
-	_ Querier         = (*fakeBackend)(nil)
-	_ Transactor      = (*fakeBackend)(nil)
-	_ KeyValue        = (*fakeBackend)(nil)
-	_ WideColumn      = (*fakeBackend)(nil)
-	_ Upstream        = (*fakeBackend)(nil)
-	_ loopsql.Backend = (*fakeLoopBackend)(nil)
-	_ Backend         = bareBackend{}
+	_ tether.Querier    = (*fakeBackend)(nil)
+	_ tether.Transactor = (*fakeBackend)(nil)
+	_ tether.KeyValue   = (*fakeBackend)(nil)
+	_ tether.WideColumn = (*fakeBackend)(nil)
+	_ tether.Upstream   = (*fakeBackend)(nil)
+	_ sqlpool.Backend   = (*fakeLoopBackend)(nil)
+	_ tether.Backend    = bareBackend{}
 )

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/internal/fault"
 	"github.com/tether-php/tether/wire"
@@ -93,11 +94,11 @@ func (s *Server) OnData(c *evloop.Conn, in []byte) int {
 			return used
 		}
 		if err != nil {
-			code := CodeBadFrame
+			code := tether.CodeBadFrame
 			if errors.Is(err, wire.ErrFrameTooLarge) {
-				code = CodeTooLarge
+				code = tether.CodeTooLarge
 			}
-			s.replyErrorNow(ss, 0, Errorf(code, "%s; closing connection", err))
+			s.replyErrorNow(ss, 0, tether.Errorf(code, "%s; closing connection", err))
 			c.Close()
 			return len(in)
 		}
@@ -133,12 +134,12 @@ func (s *Server) authenticate(ss *session, payload []byte) bool {
 		id = r.ID
 	}
 	if err != nil || r.Op != wire.OpHello || !r.HasID {
-		s.replyErrorNow(ss, id, Errorf(CodeUnauthorized, "a TCP client must first send hello with the server's token"))
+		s.replyErrorNow(ss, id, tether.Errorf(tether.CodeUnauthorized, "a TCP client must first send hello with the server's token"))
 		return false
 	}
 	got, want := sha256.Sum256([]byte(r.Token)), sha256.Sum256([]byte(s.cfg.Server.TCPToken))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		s.replyErrorNow(ss, id, Errorf(CodeUnauthorized, "wrong token"))
+		s.replyErrorNow(ss, id, tether.Errorf(tether.CodeUnauthorized, "wrong token"))
 		return false
 	}
 	ss.authed = true
@@ -158,7 +159,7 @@ func (s *Server) replyNow(ss *session, build func(b []byte) []byte) {
 	}
 }
 
-func (s *Server) replyErrorNow(ss *session, id uint32, e *Error) {
+func (s *Server) replyErrorNow(ss *session, id uint32, e *tether.Error) {
 	s.replyNow(ss, func(b []byte) []byte {
 		return wire.AppendError(b, wire.Head{ID: id}, string(e.Code), e.Message, e.Retry, e.BackendCode)
 	})
@@ -173,7 +174,7 @@ func (s *Server) serveFrameSafely(ss *session, payload []byte) (keep bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			r := &ss.req
-			e := RecoverPanic(s.log, r.Backend, r.Op.String(), v)
+			e := tether.RecoverPanic(s.log, r.Backend, r.Op.String(), v)
 			s.observed(ss, r.Op, r.Backend, r.SQL, e, time.Now())
 			s.replyErrorNow(ss, r.ID, e)
 			keep = false
@@ -192,14 +193,14 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 	if err := wire.DecodeRequest(payload, r); err != nil {
 		var re *wire.RequestError
 		if errors.As(err, &re) && !re.Fatal {
-			s.replyErrorNow(ss, re.ID, Errorf(CodeBadRequest, "%s", re.Msg))
+			s.replyErrorNow(ss, re.ID, tether.Errorf(tether.CodeBadRequest, "%s", re.Msg))
 			return true
 		}
-		s.replyErrorNow(ss, 0, Errorf(CodeBadFrame, "%s; closing connection", err))
+		s.replyErrorNow(ss, 0, tether.Errorf(tether.CodeBadFrame, "%s; closing connection", err))
 		return false
 	}
 	if !r.HasID {
-		s.replyErrorNow(ss, 0, Errorf(CodeBadRequest, "id is required"))
+		s.replyErrorNow(ss, 0, tether.Errorf(tether.CodeBadRequest, "id is required"))
 		return true
 	}
 	switch r.Op {
@@ -209,7 +210,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		s.replyNow(ss, func(b []byte) []byte { return wire.AppendHello(b, wire.Head{ID: r.ID}) })
 	case wire.OpQuery, wire.OpExec:
 		if r.SQL == "" {
-			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs sql", r.Op))
+			s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeBadRequest, "%s needs sql", r.Op))
 			return true
 		}
 		if r.Tx != 0 {
@@ -224,7 +225,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 	case wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
 		wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
 		if r.Table == "" {
-			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs table", r.Op))
+			s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeBadRequest, "%s needs table", r.Op))
 			return true
 		}
 		if r.Columnar && r.Op == wire.OpMultiGet {
@@ -237,7 +238,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		s.spawn(ss, r, s.runOp)
 	case wire.OpHTTP:
 		if r.Path == "" {
-			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "http needs path"))
+			s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeBadRequest, "http needs path"))
 			return true
 		}
 		s.spawn(ss, r, s.runOp)
@@ -260,7 +261,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			e = errShuttingDown()
 		}
 		if e == nil && int(ss.beginning.Load())+ss.openTxs() >= s.cfg.Server.MaxClientTxs {
-			e = &Error{Code: CodeBusy, Retry: true, Message: fmt.Sprintf("%d transactions are open on this connection (server.max_client_txs = %d); end one first",
+			e = &tether.Error{Code: tether.CodeBusy, Retry: true, Message: fmt.Sprintf("%d transactions are open on this connection (server.max_client_txs = %d); end one first",
 				s.cfg.Server.MaxClientTxs, s.cfg.Server.MaxClientTxs)}
 		}
 		if e != nil {
@@ -275,13 +276,13 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		s.onWorker(ss, r, t, s.runBegin)
 	case wire.OpCommit, wire.OpRollback:
 		if r.Tx == 0 {
-			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "%s needs tx", r.Op))
+			s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeBadRequest, "%s needs tx", r.Op))
 			return true
 		}
 		s.submitTxOp(ss, r)
 	case wire.OpBatch:
 		if r.Ops == nil {
-			s.replyErrorNow(ss, r.ID, Errorf(CodeBadRequest, "batch needs ops"))
+			s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeBadRequest, "batch needs ops"))
 			return true
 		}
 		if s.draining.Load() {
@@ -290,7 +291,7 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 		}
 		s.startBatch(ss, r)
 	default:
-		s.replyErrorNow(ss, r.ID, Errorf(CodeUnknownOp, "unknown op %q", r.OpName))
+		s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeUnknownOp, "unknown op %q", r.OpName))
 	}
 	return true
 }
@@ -306,12 +307,12 @@ func isKeyRead(op wire.Op) bool {
 
 // errClientGone is what the requests of a client that went away end with
 // (nobody reads it).
-var errClientGone = &Error{Code: CodeUnavailable, Message: "client disconnected"}
+var errClientGone = &tether.Error{Code: tether.CodeUnavailable, Message: "client disconnected"}
 
 // loopBackend resolves a request's backend when the event loop drives it;
 // otherwise (another kind of backend, or an error to answer) it reports
 // false and the request takes the goroutine path, which answers errors.
-func (s *Server) loopBackend(ss *session, r *wire.Request) (target, loopsql.Backend, bool) {
+func (s *Server) loopBackend(ss *session, r *wire.Request) (target, sqlpool.Backend, bool) {
 	t, e := s.backendFor(r.Backend)
 	if e != nil {
 		return t, nil, false
@@ -320,23 +321,23 @@ func (s *Server) loopBackend(ss *session, r *wire.Request) (target, loopsql.Back
 	return t, lb, lb != nil
 }
 
-func errColumnarMultiGet() *Error {
-	return Errorf(CodeBadRequest, "multi_get cannot answer columnar: a missing key's nil row would not show")
+func errColumnarMultiGet() *tether.Error {
+	return tether.Errorf(tether.CodeBadRequest, "multi_get cannot answer columnar: a missing key's nil row would not show")
 }
 
-func errShuttingDown() *Error {
-	return &Error{Code: CodeUnavailable, Message: "server is shutting down", Retry: true}
+func errShuttingDown() *tether.Error {
+	return &tether.Error{Code: tether.CodeUnavailable, Message: "server is shutting down", Retry: true}
 }
 
 // target is a request's backend, resolved.
 type target struct {
 	name, typ string
-	b         Backend
+	b         tether.Backend
 	live      *liveBackend
 }
 
 // loopBackend returns the backend when the event loop drives it, or nil.
-func (t target) loopBackend() loopsql.Backend {
+func (t target) loopBackend() sqlpool.Backend {
 	if t.live == nil {
 		return nil
 	}
@@ -344,17 +345,17 @@ func (t target) loopBackend() loopsql.Backend {
 }
 
 // backendFor resolves a request's backend name in the current set.
-func (s *Server) backendFor(name string) (target, *Error) {
+func (s *Server) backendFor(name string) (target, *tether.Error) {
 	set := s.set.Load()
 	if name == "" {
 		name = set.defaultName
 		if name == "" {
-			return target{}, Errorf(CodeBadRequest, "backend is required (no default_backend configured)")
+			return target{}, tether.Errorf(tether.CodeBadRequest, "backend is required (no default_backend configured)")
 		}
 	}
 	lb, ok := set.byName[name]
 	if !ok {
-		return target{name: name}, Errorf(CodeUnknownBackend, "no backend named %q", name)
+		return target{name: name}, tether.Errorf(tether.CodeUnknownBackend, "no backend named %q", name)
 	}
 	return target{name: name, typ: lb.cfg.Type, b: lb.b, live: lb}, nil
 }
@@ -411,7 +412,7 @@ func (s *Server) recoverRequest(ss *session, r *wire.Request, backend string) {
 	if v == nil {
 		return
 	}
-	e := RecoverPanic(s.log, backend, r.Op.String(), v)
+	e := tether.RecoverPanic(s.log, backend, r.Op.String(), v)
 	s.observed(ss, r.Op, backend, r.SQL, e, time.Now())
 	s.reply(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: r.ID}, e) })
 }
@@ -420,7 +421,7 @@ func (s *Server) recoverRequest(ss *session, r *wire.Request, backend string) {
 // loop that nothing nearer recovered (the loop closed the client connection
 // it was for).
 func (s *Server) OnPanic(where string, v any, stack []byte) {
-	RecordPanic(s.log, "", "event_loop", fmt.Sprintf("%s: %v", where, v), stack)
+	tether.RecordPanic(s.log, "", "event_loop", fmt.Sprintf("%s: %v", where, v), stack)
 }
 
 var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -440,9 +441,9 @@ func (s *Server) reply(ss *session, build func(b []byte) []byte) {
 }
 
 // appendOutcome appends the reply for one operation's outcome.
-func (s *Server) appendOutcome(b []byte, h wire.Head, r *wire.Request, res *Result, err error) []byte {
+func (s *Server) appendOutcome(b []byte, h wire.Head, r *wire.Request, res *tether.Result, err error) []byte {
 	if err != nil {
-		return appendErr(b, h, AsError(err))
+		return appendErr(b, h, tether.AsError(err))
 	}
 	start := len(b)
 	var encErr error
@@ -451,7 +452,7 @@ func (s *Server) appendOutcome(b []byte, h wire.Head, r *wire.Request, res *Resu
 		return wire.AppendExec(b, h, res.Affected, res.InsertID)
 	case wire.OpHTTP:
 		if res.HTTP == nil {
-			return appendErr(b, h, Errorf(CodeInternal, "http: the upstream gave no response"))
+			return appendErr(b, h, tether.Errorf(tether.CodeInternal, "http: the upstream gave no response"))
 		}
 		// The body was bounded by the upstream's max_response_bytes.
 		return wire.AppendHTTP(b, h, res.HTTP.Status, res.HTTP.Header, res.HTTP.Body)
@@ -466,15 +467,15 @@ func (s *Server) appendOutcome(b []byte, h wire.Head, r *wire.Request, res *Resu
 	}
 	if encErr != nil {
 		s.log.Error("encode result", "err", encErr)
-		return appendErr(b[:start], h, Errorf(CodeInternal, "%s", encErr))
+		return appendErr(b[:start], h, tether.Errorf(tether.CodeInternal, "%s", encErr))
 	}
 	if len(b)-start > s.cfg.Server.MaxResultBytes {
-		return appendErr(b[:start], h, Errorf(CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(b)-start, s.cfg.Server.MaxResultBytes))
+		return appendErr(b[:start], h, tether.Errorf(tether.CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(b)-start, s.cfg.Server.MaxResultBytes))
 	}
 	return b
 }
 
-func appendErr(b []byte, h wire.Head, e *Error) []byte {
+func appendErr(b []byte, h wire.Head, e *tether.Error) []byte {
 	return wire.AppendError(b, h, string(e.Code), e.Message, e.Retry, e.BackendCode)
 }
 
@@ -485,11 +486,11 @@ func classify(ctx context.Context, err error) error {
 		return nil
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		var te *Error
-		if errors.As(err, &te) && te.Code == CodeBusy {
+		var te *tether.Error
+		if errors.As(err, &te) && te.Code == tether.CodeBusy {
 			return err // the wait for a connection timed out: nothing ran
 		}
-		return &Error{Code: CodeTimeout, Message: "deadline exceeded; the statement may or may not have run", Err: err}
+		return &tether.Error{Code: tether.CodeTimeout, Message: "deadline exceeded; the statement may or may not have run", Err: err}
 	}
 	return err
 }
@@ -510,7 +511,7 @@ func (s *Server) logFailure(r *wire.Request, err error) {
 	if err == nil {
 		return
 	}
-	if te := AsError(err); te.Code == CodeInternal {
+	if te := tether.AsError(err); te.Code == tether.CodeInternal {
 		s.log.Error("request failed", "op", r.Op.String(), "backend", r.Backend, "err", err)
 	} else {
 		s.log.Debug("request failed", "op", r.Op.String(), "backend", r.Backend, "code", te.Code, "err", err)
@@ -524,12 +525,12 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 	fail := func(err error) {
 		ss.beginning.Add(-1)
 		s.reply(ss, func(buf []byte) []byte {
-			return appendErr(buf, wire.Head{ID: r.ID, Took: time.Since(start)}, AsError(err))
+			return appendErr(buf, wire.Head{ID: r.ID, Took: time.Since(start)}, tether.AsError(err))
 		})
 	}
-	tr, ok := tg.b.(Transactor)
+	tr, ok := tg.b.(tether.Transactor)
 	if !ok {
-		fail(Unsupported(tg.name, tg.typ, "transactions"))
+		fail(tether.Unsupported(tg.name, tg.typ, "transactions"))
 		return
 	}
 	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
@@ -561,10 +562,10 @@ func (s *Server) runBegin(ss *session, r *wire.Request, tg target, deadline time
 
 // begin begins a transaction on tr; a panic in the backend becomes the
 // begin's internal error.
-func (s *Server) begin(ctx context.Context, backend string, tr Transactor) (tx Tx, err error) {
+func (s *Server) begin(ctx context.Context, backend string, tr tether.Transactor) (tx tether.Tx, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			tx, err = nil, RecoverPanic(s.log, backend, wire.OpBegin.String(), v)
+			tx, err = nil, tether.RecoverPanic(s.log, backend, wire.OpBegin.String(), v)
 		}
 	}()
 	return tr.Begin(ctx)
@@ -572,14 +573,14 @@ func (s *Server) begin(ctx context.Context, backend string, tr Transactor) (tx T
 
 // checkBatchOp validates one operation of a batch, as serveFrame does a
 // request of its own.
-func checkBatchOp(op *wire.Request) *Error {
+func checkBatchOp(op *wire.Request) *tether.Error {
 	switch {
 	case op.Tx != 0:
-		return Errorf(CodeBadRequest, "a batch %s cannot run in a transaction", op.Op)
+		return tether.Errorf(tether.CodeBadRequest, "a batch %s cannot run in a transaction", op.Op)
 	case (op.Op == wire.OpQuery || op.Op == wire.OpExec) && op.SQL == "":
-		return Errorf(CodeBadRequest, "a batch %s needs sql", op.Op)
+		return tether.Errorf(tether.CodeBadRequest, "a batch %s needs sql", op.Op)
 	case op.Op == wire.OpHTTP && op.Path == "":
-		return Errorf(CodeBadRequest, "http needs path")
+		return tether.Errorf(tether.CodeBadRequest, "http needs path")
 	case op.Op == wire.OpJoin:
 		return checkJoin(op)
 	case op.Columnar && op.Op == wire.OpMultiGet:
@@ -605,9 +606,9 @@ type batch struct {
 }
 
 type batchOutcome struct {
-	res    *Result
+	res    *tether.Result
 	err    error
-	q      *loopsql.Request // a loop operation's request, and its rows
+	q      *sqlpool.Request // a loop operation's request, and its rows
 	enc    *wire.ResultEncoder
 	cached []byte // a query answered from the result cache: its stored body
 	// finished: counted done (opDone), by whoever ran it.
@@ -627,17 +628,17 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 		op := &b.ops[i]
 		switch op.Op {
 		case wire.OpPing:
-			b.out[i].res = &Result{}
+			b.out[i].res = &tether.Result{}
 			b.done()
 			continue
 		case wire.OpQuery, wire.OpExec, wire.OpGet, wire.OpMultiGet, wire.OpScan, wire.OpPut, wire.OpDelete,
 			wire.OpReadRows, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate, wire.OpHTTP, wire.OpJoin:
 		case wire.OpUnknown:
-			b.out[i].err = Errorf(CodeUnknownOp, "unknown op %q", op.OpName)
+			b.out[i].err = tether.Errorf(tether.CodeUnknownOp, "unknown op %q", op.OpName)
 			b.done()
 			continue
 		default:
-			b.out[i].err = Errorf(CodeBadRequest, "op %s is not allowed in a batch", op.Op)
+			b.out[i].err = tether.Errorf(tether.CodeBadRequest, "op %s is not allowed in a batch", op.Op)
 			b.done()
 			continue
 		}
@@ -648,7 +649,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 		}
 		var t target
 		if op.Op != wire.OpJoin { // a join names its backends in left and right
-			var e *Error
+			var e *tether.Error
 			if t, e = s.backendFor(op.Backend); e != nil {
 				b.out[i].err = e
 				b.done()
@@ -656,7 +657,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 			}
 		}
 		if lb := t.loopBackend(); lb != nil && (op.Op == wire.OpQuery || op.Op == wire.OpExec) {
-			if e := checkNoPaging(op, t); e != nil {
+			if e := sqlpool.CheckNoPaging(t.typ, int(op.Limit), op.Cursor); e != nil {
 				b.out[i].err = e
 				b.done()
 				continue
@@ -673,7 +674,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 				q.Deadline = deadline
 			}
 			b.out[i].q, b.out[i].enc = q, enc
-			q.Done = func(*loopsql.Request) {
+			q.Done = func(*sqlpool.Request) {
 				defer b.recoverOp(i, t.name)
 				if ticket != nil {
 					s.completeBatchRead(ticket, q, enc)
@@ -722,7 +723,7 @@ func (b *batch) recoverOp(i int, backend string) {
 	}
 	s := b.s
 	op := &b.ops[i]
-	e := RecoverPanic(s.log, backend, op.Op.String(), v)
+	e := tether.RecoverPanic(s.log, backend, op.Op.String(), v)
 	if !b.out[i].finished {
 		b.out[i].res, b.out[i].err, b.out[i].q, b.out[i].cached = nil, e, nil, nil
 		b.opDone(i)
@@ -759,7 +760,7 @@ func (b *batch) done() {
 			}
 		}
 		if len(buf)-start > s.cfg.Server.MaxResultBytes {
-			buf = appendErr(buf[:start], wire.Head{ID: b.id, Took: took}, Errorf(CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
+			buf = appendErr(buf[:start], wire.Head{ID: b.id, Took: took}, tether.Errorf(tether.CodeTooLarge, "batch result over max_result_bytes (%d)", s.cfg.Server.MaxResultBytes))
 		}
 		return buf
 	})

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package tether_test
+package server_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlite"
+	"github.com/tether-php/tether/server"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -26,7 +27,7 @@ func TestServer_HandOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(given net.Listener) (*tether.Server, chan error) {
+	start := func(given net.Listener) (*server.Server, chan error) {
 		cfg := tether.DefaultConfig()
 		cfg.Server.Socket = sock
 		cfg.Backends = map[string]tether.BackendConfig{"main": tether.DefaultBackendConfig("sqlite", filepath.Join(dir, "t.db"))}
@@ -37,7 +38,7 @@ func TestServer_HandOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := tether.NewServer(cfg, map[string]tether.Backend{"main": b}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		srv := server.New(cfg, map[string]tether.Backend{"main": b}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		srv.ListenWith = func(string, string, func(string, string) (net.Listener, error)) (net.Listener, error) {
 			return given, nil
 		}

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -25,43 +26,43 @@ import (
 var joinKinds = []string{"", "left", "inner"}
 
 // checkJoin validates a join request's shape before anything runs.
-func checkJoin(r *wire.Request) *Error {
+func checkJoin(r *wire.Request) *tether.Error {
 	switch {
 	case r.Left == nil:
-		return Errorf(CodeBadRequest, "join needs left: the operation that produces the rows")
+		return tether.Errorf(tether.CodeBadRequest, "join needs left: the operation that produces the rows")
 	case r.Right == nil || r.Right.Table == "":
-		return Errorf(CodeBadRequest, "join needs right: {backend?, table, columns?}")
+		return tether.Errorf(tether.CodeBadRequest, "join needs right: {backend?, table, columns?}")
 	case len(r.On) == 0:
-		return Errorf(CodeBadRequest, "join needs on: the left columns that form the right table's key")
+		return tether.Errorf(tether.CodeBadRequest, "join needs on: the left columns that form the right table's key")
 	case !slices.Contains(joinKinds, r.Kind):
-		return Errorf(CodeBadRequest, "join kind %q is not left or inner", r.Kind)
+		return tether.Errorf(tether.CodeBadRequest, "join kind %q is not left or inner", r.Kind)
 	}
 	switch r.Left.Op {
 	case wire.OpQuery, wire.OpScan, wire.OpGet, wire.OpMultiGet, wire.OpReadRows:
 	default:
-		return Errorf(CodeBadRequest, "join left must be query, scan, get, multi_get or read_rows, not %q", r.Left.Name())
+		return tether.Errorf(tether.CodeBadRequest, "join left must be query, scan, get, multi_get or read_rows, not %q", r.Left.Name())
 	}
 	if r.Left.Tx != 0 {
-		return Errorf(CodeBadRequest, "join left cannot run in a transaction")
+		return tether.Errorf(tether.CodeBadRequest, "join left cannot run in a transaction")
 	}
 	if r.Left.Op == wire.OpQuery && r.Left.SQL == "" {
-		return Errorf(CodeBadRequest, "join left query needs sql")
+		return tether.Errorf(tether.CodeBadRequest, "join left query needs sql")
 	}
 	if r.Left.Op != wire.OpQuery && r.Left.Table == "" {
-		return Errorf(CodeBadRequest, "join left %s needs table", r.Left.Op)
+		return tether.Errorf(tether.CodeBadRequest, "join left %s needs table", r.Left.Op)
 	}
 	if r.Right.Op != wire.OpUnknown && r.Right.Op != wire.OpMultiGet || r.Right.OpName != "" && r.Right.Op == wire.OpUnknown {
-		return Errorf(CodeBadRequest, "join right is looked up by key: it takes backend, table and columns, not op %q", r.Right.Name())
+		return tether.Errorf(tether.CodeBadRequest, "join right is looked up by key: it takes backend, table and columns, not op %q", r.Right.Name())
 	}
 	if r.Right.SQL != "" || r.Right.Keys != nil || r.Right.Key != nil {
-		return Errorf(CodeBadRequest, "join right takes backend, table and columns only: its keys come from the left rows")
+		return tether.Errorf(tether.CodeBadRequest, "join right takes backend, table and columns only: its keys come from the left rows")
 	}
 	return nil
 }
 
 // join runs a join request that checkJoin accepted (serveFrame and
 // checkBatchOp check every join before it is handed to a worker).
-func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
+func (s *Server) join(ctx context.Context, r *wire.Request) (*tether.Result, error) {
 	lt, e := s.backendFor(r.Left.Backend)
 	if e != nil {
 		return nil, e
@@ -70,9 +71,9 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
 	if e != nil {
 		return nil, e
 	}
-	kv, ok := rt.b.(KeyValue)
+	kv, ok := rt.b.(tether.KeyValue)
 	if !ok {
-		return nil, Unsupported(rt.name, rt.typ, "the key API (a join's right side)")
+		return nil, tether.Unsupported(rt.name, rt.typ, "the key API (a join's right side)")
 	}
 
 	left, err := s.execute(ctx, lt, nil, r.Left)
@@ -82,7 +83,7 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
 	on := make([]int, len(r.On))
 	for i, name := range r.On {
 		if on[i] = slices.Index(left.Columns, name); on[i] < 0 {
-			return nil, Errorf(CodeBadRequest, "join on: the left rows have no column %q (they have %s)", name, strings.Join(left.Columns, ", "))
+			return nil, tether.Errorf(tether.CodeBadRequest, "join on: the left rows have no column %q (they have %s)", name, strings.Join(left.Columns, ", "))
 		}
 	}
 
@@ -126,13 +127,13 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
 
 	// Even with no keys, the lookup runs: it checks that the right table
 	// exists and names its columns.
-	right, err := kv.MultiGet(ctx, KeyRequest{Table: r.Right.Table, Keys: keys, Columns: r.Right.Columns,
+	right, err := kv.MultiGet(ctx, tether.KeyRequest{Table: r.Right.Table, Keys: keys, Columns: r.Right.Columns,
 		MaxBytes: s.cfg.Server.MaxResultBytes})
 	if err != nil {
 		return nil, err
 	}
 	if len(right.Rows) != len(keys) {
-		return nil, Errorf(CodeInternal, "join: multi_get on %s returned %d rows for %d keys", rt.name, len(right.Rows), len(keys))
+		return nil, tether.Errorf(tether.CodeInternal, "join: multi_get on %s returned %d rows for %d keys", rt.name, len(right.Rows), len(keys))
 	}
 
 	columns := make([]string, 0, len(left.Columns)+len(right.Columns))
@@ -180,7 +181,7 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Columns: columns, Rows: rows}, nil
+	return &tether.Result{Columns: columns, Rows: rows}, nil
 }
 
 // sortRows sorts rows stably by the named columns, "-name" descending.
@@ -196,7 +197,7 @@ func sortRows(rows [][]any, columns []string, orderBy []string) error {
 		name = strings.TrimPrefix(name, "-")
 		col := slices.Index(columns, name)
 		if col < 0 {
-			return Errorf(CodeBadRequest, "order_by: no output column %q (the columns are %s)", name, strings.Join(columns, ", "))
+			return tether.Errorf(tether.CodeBadRequest, "order_by: no output column %q (the columns are %s)", name, strings.Join(columns, ", "))
 		}
 		keys[i] = newSortKey(rows, col, desc)
 	}

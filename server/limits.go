@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/evloop"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) onOpenLimits(ss *session) bool {
 	ss.opened, ss.lastActive = s.clock, s.clock
 	if len(s.sessions) >= s.cfg.Server.MaxClientConns {
 		s.rejected++
-		s.replyErrorNow(ss, 0, &Error{Code: CodeUnavailable, Retry: true,
+		s.replyErrorNow(ss, 0, &tether.Error{Code: tether.CodeUnavailable, Retry: true,
 			Message: fmt.Sprintf("too many client connections (server.max_client_conns = %d)", s.cfg.Server.MaxClientConns)})
 		ss.conn.Close()
 		return false
@@ -183,12 +184,12 @@ func (s *Server) sweepClients() {
 	for ss := range s.sessions {
 		switch {
 		case ss.tcp && !ss.authed && now-ss.opened > int64(preAuthTimeout):
-			s.closeClient(ss, CodeUnauthorized, "no hello within %s; closing connection", preAuthTimeout)
+			s.closeClient(ss, tether.CodeUnauthorized, "no hello within %s; closing connection", preAuthTimeout)
 		case ss.partialSince != 0 && now-ss.partialSince > frameTimeout:
-			s.closeClient(ss, CodeBadFrame, "a frame begun %s ago is not finished (server.client_frame_timeout = %s); closing connection",
+			s.closeClient(ss, tether.CodeBadFrame, "a frame begun %s ago is not finished (server.client_frame_timeout = %s); closing connection",
 				time.Duration(now-ss.partialSince).Round(time.Second), sc.ClientFrameTimeout)
 		case idle > 0 && now-ss.lastActive > idle && ss.pending.Load() == 0 && ss.openTxs() == 0:
-			s.closeClient(ss, CodeUnavailable, "idle longer than server.client_idle_timeout (%s); closing connection", sc.ClientIdleTimeout)
+			s.closeClient(ss, tether.CodeUnavailable, "idle longer than server.client_idle_timeout (%s); closing connection", sc.ClientIdleTimeout)
 		}
 	}
 	if s.rejected > 0 && now-s.rejectLogged > int64(time.Minute) {
@@ -203,8 +204,8 @@ func (s *Server) sweepClients() {
 }
 
 // closeClient answers ss an error (id 0: no request of its) and closes it.
-func (s *Server) closeClient(ss *session, code Code, format string, args ...any) {
-	e := &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+func (s *Server) closeClient(ss *session, code tether.Code, format string, args ...any) {
+	e := &tether.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 	s.log.Info("closing client connection", "why", e.Message)
 	s.replyErrorNow(ss, 0, e)
 	ss.conn.Close()
@@ -241,7 +242,7 @@ func (s *Server) shedMemory(heap int64) {
 		}
 		s.log.Warn("memory budget exceeded: closing the client connection holding the most",
 			"limit", "server.max_memory_bytes", "value", limit, "heap", heap, "held", h.n)
-		s.closeClient(h.ss, CodeUnavailable, "tetherd is over its memory budget (server.max_memory_bytes = %d) and this connection holds %d bytes; closing connection", limit, h.n)
+		s.closeClient(h.ss, tether.CodeUnavailable, "tetherd is over its memory budget (server.max_memory_bytes = %d) and this connection holds %d bytes; closing connection", limit, h.n)
 		h.ss.conn.DropBuffers() // garbage now, not once the loop has seen the close
 		heap -= int64(h.n)
 		shed = true

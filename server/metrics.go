@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"sort"
@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -21,9 +22,9 @@ import (
 var latencyBuckets = [...]float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1, 5}
 
 // outcomes are the result labels: "ok", then every error code.
-var outcomes = [...]Code{"ok", CodeBadFrame, CodeTooLarge, CodeBadRequest, CodeUnknownOp, CodeUnknownBackend, CodeUnknownTx,
-	CodeUnknownTable, CodeUnauthorized, CodeBackendError, CodeUnavailable, CodeBusy, CodeTimeout, CodeTxAborted,
-	CodeUnsupported, CodeInternal}
+var outcomes = [...]tether.Code{"ok", tether.CodeBadFrame, tether.CodeTooLarge, tether.CodeBadRequest, tether.CodeUnknownOp, tether.CodeUnknownBackend, tether.CodeUnknownTx,
+	tether.CodeUnknownTable, tether.CodeUnauthorized, tether.CodeBackendError, tether.CodeUnavailable, tether.CodeBusy, tether.CodeTimeout, tether.CodeTxAborted,
+	tether.CodeUnsupported, tether.CodeInternal}
 
 // numOps bounds the ops counted (wire.Op values).
 const numOps = int(wire.OpJoin) + 1
@@ -97,7 +98,7 @@ func (s *Server) observed(ss *session, op wire.Op, backend, sql string, err erro
 		}
 		code := "ok"
 		if err != nil {
-			code = string(AsError(err).Code)
+			code = string(tether.AsError(err).Code)
 		}
 		s.log.Warn("slow statement", "op", op.String(), "backend", backend, "took", d.Round(time.Microsecond),
 			"code", code, "sql", sql)
@@ -117,7 +118,7 @@ func (m *requestMetrics) observe(op wire.Op, backend string, err error, start ti
 	cell := &t.cells[t.backend[backend]][op]
 	o := 0
 	if err != nil {
-		code := AsError(err).Code
+		code := tether.AsError(err).Code
 		o = len(outcomes) - 1 // internal, for a code not listed
 		for i, c := range outcomes {
 			if c == code {
@@ -172,7 +173,7 @@ func (r *recent) note(op wire.Op, backend, sql string, client *ClientRef, err er
 	}
 	ev := Event{At: start, Op: op.String(), Backend: backend, SQL: sql, Took: d, Code: "ok", Client: client}
 	if err != nil {
-		e := AsError(err)
+		e := tether.AsError(err)
 		ev.Code, ev.Message = string(e.Code), e.Error()
 		if len(ev.Message) > 512 {
 			ev.Message = ev.Message[:512] + "..."

@@ -9,7 +9,7 @@ import tether "github.com/tether-php/tether"
 func (s *Server) safeCall(backend, op string, fn func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = RecoverPanic(s.log, backend, op, v)
+			err = tether.RecoverPanic(s.log, backend, op, v)
 		}
 	}()
 	return fn()
@@ -17,4 +17,4 @@ func (s *Server) safeCall(backend, op string, fn func() error) (err error) {
 
 // Panics returns the panics recovered in this process (see the function
 // Panics), for the admin API's tether_panics_total.
-func (s *Server) Panics() []PanicStats { return Panics() }
+func (s *Server) Panics() []tether.PanicStats { return tether.Panics() }

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/resultcache"
 )
 
@@ -38,9 +39,9 @@ import (
 type liveBackend struct {
 	seq  uint64 // newer backends of a name have higher ones
 	name string
-	cfg  BackendConfig
-	b    Backend
-	loop loopsql.Backend // b, when the event loop drives it; else nil
+	cfg  tether.BackendConfig
+	b    tether.Backend
+	loop sqlpool.Backend // b, when the event loop drives it; else nil
 
 	// cacheUsed: a query has asked the result cache for this backend's
 	// results (until then writes have nothing to drop, and their text is not
@@ -70,19 +71,13 @@ func (lb *liveBackend) startCaching() bool {
 // liveSeq numbers the liveBackends made.
 var liveSeq atomic.Uint64
 
-func newLiveBackend(name string, cfg BackendConfig, b Backend) *liveBackend {
+func newLiveBackend(name string, cfg tether.BackendConfig, b tether.Backend) *liveBackend {
 	lb := &liveBackend{seq: liveSeq.Add(1), name: name, cfg: cfg, b: b, tables: newCacheBackend(name, cfg)}
-	lb.loop, _ = b.(loopsql.Backend)
-	if n, ok := b.(Namer); ok {
+	lb.loop, _ = b.(sqlpool.Backend)
+	if n, ok := b.(tether.Namer); ok {
 		n.SetName(name)
 	}
 	return lb
-}
-
-// Namer is a backend that wants to know its name in the config, for what it
-// reports on its own (a pool's recovered panics, counted by backend).
-type Namer interface {
-	SetName(name string)
 }
 
 // backendSet is the server's backends at one time; a reload swaps in a new
@@ -100,7 +95,7 @@ type backendSet struct {
 	drained chan struct{}
 }
 
-func newBackendSet(cfg Config, byName map[string]*liveBackend) *backendSet {
+func newBackendSet(cfg tether.Config, byName map[string]*liveBackend) *backendSet {
 	return &backendSet{byName: byName, defaultName: cfg.Server.DefaultBackend,
 		slowNanos: int64(cfg.Log.SlowStatement), drained: make(chan struct{})}
 }
@@ -143,13 +138,13 @@ type ReloadReport struct {
 }
 
 // NewBackendFunc builds (without connecting) a backend of a config.
-type NewBackendFunc func(name string, cfg BackendConfig) (Backend, error)
+type NewBackendFunc func(name string, cfg tether.BackendConfig) (tether.Backend, error)
 
 // Reload applies cfg (validated by the caller) to the running server: see the
 // top of this file. It returns an error, having changed nothing, when a new
 // or changed backend cannot be built or opened within ctx. Reloads run one at
 // a time.
-func (s *Server) Reload(ctx context.Context, cfg Config, build NewBackendFunc) (ReloadReport, error) {
+func (s *Server) Reload(ctx context.Context, cfg tether.Config, build NewBackendFunc) (ReloadReport, error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	start := time.Now()
@@ -230,7 +225,7 @@ func (s *Server) Reload(ctx context.Context, cfg Config, build NewBackendFunc) (
 	// The replaced backends' background work stops, their successors'
 	// starts.
 	for _, old := range retired {
-		if r, ok := old.b.(Retirer); ok {
+		if r, ok := old.b.(tether.Retirer); ok {
 			r.Retire()
 		}
 		if old.stopBG != nil {
@@ -306,10 +301,10 @@ func (s *Server) takeRetiring(lb *liveBackend) bool {
 	}
 	delete(s.retiringSet, lb)
 	if s.retiredTotals == nil {
-		s.retiredTotals = map[string]PoolStats{}
+		s.retiredTotals = map[string]tether.PoolStats{}
 	}
 	total := s.retiredTotals[lb.name]
-	total.addCounters(lb.b.Stats())
+	addCounters(&total, lb.b.Stats())
 	s.retiredTotals[lb.name] = total
 	return true
 }
@@ -322,7 +317,7 @@ func (s *Server) takeRetiring(lb *liveBackend) bool {
 func (s *Server) poolSnapshots() (current, retiring []PoolSnapshot) {
 	s.retireMu.Lock()
 	defer s.retireMu.Unlock()
-	since := make(map[string]PoolStats, len(s.retiredTotals))
+	since := make(map[string]tether.PoolStats, len(s.retiredTotals))
 	for name, st := range s.retiredTotals {
 		since[name] = st
 	}
@@ -330,13 +325,13 @@ func (s *Server) poolSnapshots() (current, retiring []PoolSnapshot) {
 		st := lb.b.Stats()
 		retiring = append(retiring, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st, Retiring: true, Limits: s.poolLimits(lb.cfg)})
 		total := since[lb.name]
-		total.addCounters(st)
+		addCounters(&total, st)
 		since[lb.name] = total
 	}
 	sort.Slice(retiring, func(i, j int) bool { return retiring[i].Backend < retiring[j].Backend })
 	for _, lb := range s.backends() {
 		st := lb.b.Stats()
-		st.addCounters(since[lb.name])
+		addCounters(&st, since[lb.name])
 		current = append(current, PoolSnapshot{Backend: lb.name, Type: lb.cfg.Type, Stats: st, Limits: s.poolLimits(lb.cfg)})
 	}
 	return current, retiring
@@ -381,7 +376,7 @@ func (s *Server) startBackground(lb *liveBackend) {
 
 // needRestart lists the settings that differ between the running config and
 // next and that a reload leaves as they were.
-func needRestart(running, next Config) []string {
+func needRestart(running, next tether.Config) []string {
 	var out []string
 	r, n := running, next
 	r.Server.DefaultBackend, n.Server.DefaultBackend = "", ""
@@ -429,7 +424,16 @@ type retireState struct {
 	// retiredTotals: by backend name, the counters of the pools a reload
 	// replaced and that are closed, so that a backend's counters keep
 	// counting across reloads (Prometheus counters never go down).
-	retiredTotals map[string]PoolStats
+	retiredTotals map[string]tether.PoolStats
 	retiring      sync.WaitGroup // retire goroutines
 	closing       chan struct{}  // closed when the server shuts down
+}
+
+// addCounters adds o's counters (not its gauges) to s.
+func addCounters(s *tether.PoolStats, o tether.PoolStats) {
+	s.Waiting += o.Waiting
+	s.Resets += o.Resets
+	s.Dials += o.Dials
+	s.DialErrors += o.DialErrors
+	s.Cancels += o.Cancels
 }

@@ -1,4 +1,4 @@
-package tether_test
+package server_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/tether-php/tether/backend/mysql"
 	"github.com/tether-php/tether/backend/postgres"
 	"github.com/tether-php/tether/backend/sqlite"
+	"github.com/tether-php/tether/server"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -31,7 +32,7 @@ func buildBackend(_ string, bc tether.BackendConfig) (tether.Backend, error) {
 	return nil, fmt.Errorf("unknown type %q", bc.Type)
 }
 
-func reload(t *testing.T, ts *testServer, cfg tether.Config) tether.ReloadReport {
+func reload(t *testing.T, ts *testServer, cfg tether.Config) server.ReloadReport {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestReload_UnderLoad(t *testing.T) {
 	maxRetiring := 0
 	base := copyConfig(ts.cfg)
 	start := time.Now()
-	var reports []tether.ReloadReport
+	var reports []server.ReloadReport
 	for i := 0; i < 100; i++ {
 		cfg := copyConfig(base)
 		for name, bc := range cfg.Backends {

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/internal/resultcache"
 )
@@ -21,7 +22,7 @@ import (
 // and the sessions of the clients connected to it.
 //
 // Lifecycle:
-//  1. NewServer checks nothing and starts nothing.
+//  1. New checks nothing and starts nothing.
 //  2. Open opens every backend (in parallel) and only then creates the
 //     listeners, so a socket that exists is a server that is ready.
 //  3. Serve runs the event loop until Shutdown.
@@ -29,7 +30,7 @@ import (
 //     transactions commit within the grace period, rolls back those still
 //     open, closes connections and backends.
 type Server struct {
-	cfg Config
+	cfg tether.Config
 	log *slog.Logger
 	// set is the backends requests use now; a reload swaps it (reload.go).
 	set atomic.Pointer[backendSet]
@@ -100,9 +101,9 @@ type Server struct {
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.
 func (s *Server) TCPAddr() string { return s.tcpAddr }
 
-// NewServer returns a server for cfg serving the given backends, keyed by the
+// New returns a server for cfg serving the given backends, keyed by the
 // names in cfg.Backends. cfg must have been validated.
-func NewServer(cfg Config, backends map[string]Backend, log *slog.Logger) *Server {
+func New(cfg tether.Config, backends map[string]tether.Backend, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -225,7 +226,7 @@ func (s *Server) listen() error {
 		s.log.Info("listening", "socket", sc.AbsSocket())
 	}
 	if sc.TCPListen != "" {
-		if !isLoopbackAddr(sc.TCPListen) && sc.TLSCert == "" {
+		if !tether.IsLoopbackAddr(sc.TCPListen) && sc.TLSCert == "" {
 			return fmt.Errorf("listen tcp %s: plaintext TCP is only allowed on loopback", sc.TCPListen)
 		}
 		ln, err := listenWith("tcp", sc.TCPListen, net.Listen)
@@ -233,7 +234,7 @@ func (s *Server) listen() error {
 			return fmt.Errorf("listen tcp %s: %w", sc.TCPListen, err)
 		}
 		if sc.TLSCert != "" {
-			cfg, err := LoadServerTLS(sc)
+			cfg, err := tether.LoadServerTLS(sc)
 			if err != nil {
 				ln.Close()
 				return fmt.Errorf("listen tcp %s: tls: %w", sc.TCPListen, err)
@@ -409,7 +410,7 @@ func closeBackends(ctx context.Context, bs []*liveBackend) error {
 			defer wg.Done()
 			defer func() {
 				if v := recover(); v != nil {
-					errs[i] = fmt.Errorf("close backend %s: %w", lb.name, RecoverPanic(nil, lb.name, "close", v))
+					errs[i] = fmt.Errorf("close backend %s: %w", lb.name, tether.RecoverPanic(nil, lb.name, "close", v))
 				}
 			}()
 			if err := lb.b.Close(ctx); err != nil {

@@ -1,10 +1,12 @@
-package tether
+package server
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	tether "github.com/tether-php/tether"
 )
 
 // drainingBackend is a fake Backend whose Close drains for drain (its
@@ -16,7 +18,7 @@ type drainingBackend struct {
 }
 
 func (b *drainingBackend) Open(context.Context) error { return nil }
-func (b *drainingBackend) Stats() PoolStats           { return PoolStats{} }
+func (b *drainingBackend) Stats() tether.PoolStats    { return tether.PoolStats{} }
 func (b *drainingBackend) Close(ctx context.Context) error {
 	if b.stuck {
 		<-ctx.Done()
@@ -41,9 +43,9 @@ func TestCloseBackends_SlowOneLeavesOthersTheirTime(t *testing.T) {
 	next := &drainingBackend{drain: 100 * time.Millisecond, graceful: make(chan struct{})}
 	other := &drainingBackend{drain: 100 * time.Millisecond, graceful: make(chan struct{})}
 	bs := []*liveBackend{ // in the order Shutdown lists them: by name
-		newLiveBackend("a-slow", BackendConfig{}, slow),
-		newLiveBackend("b-next", BackendConfig{}, next),
-		newLiveBackend("c-other", BackendConfig{}, other),
+		newLiveBackend("a-slow", tether.BackendConfig{}, slow),
+		newLiveBackend("b-next", tether.BackendConfig{}, next),
+		newLiveBackend("c-other", tether.BackendConfig{}, other),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()

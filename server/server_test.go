@@ -1,4 +1,4 @@
-package tether_test
+package server_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlite"
+	"github.com/tether-php/tether/server"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -26,7 +27,7 @@ import (
 const slowSQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) FROM c"
 
 type testServer struct {
-	*tether.Server
+	*server.Server
 	cfg    tether.Config
 	socket string
 	dbPath string
@@ -90,7 +91,7 @@ func startServerWith(t testing.TB, tweak func(*tether.Config), given map[string]
 	}
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv := tether.NewServer(cfg, backends, log)
+	srv := server.New(cfg, backends, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Open(ctx); err != nil {

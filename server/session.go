@@ -1,11 +1,12 @@
-package tether
+package server
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/wire"
 )
@@ -38,7 +39,7 @@ type session struct {
 
 	// clients holds the session's pooled state (its session settings) on each
 	// loop backend it used; loop goroutine only.
-	clients map[*liveBackend]*loopsql.Client
+	clients map[*liveBackend]*sqlpool.Client
 
 	mu      sync.Mutex
 	closed  bool
@@ -50,16 +51,16 @@ const maxAbortedRemembered = 64
 
 // lookupTx returns the open transaction id of this session, or the error to
 // send: tx_aborted for one the server rolled back, unknown_tx otherwise.
-func (ss *session) lookupTx(id uint64) (*txState, *Error) {
+func (ss *session) lookupTx(id uint64) (*txState, *tether.Error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if t, ok := ss.txs[id]; ok {
 		return t, nil
 	}
 	if why, ok := ss.aborted[id]; ok {
-		return nil, &Error{Code: CodeTxAborted, Message: "transaction was rolled back: " + why, Retry: true}
+		return nil, &tether.Error{Code: tether.CodeTxAborted, Message: "transaction was rolled back: " + why, Retry: true}
 	}
-	return nil, Errorf(CodeUnknownTx, "no open transaction %d on this connection", id)
+	return nil, tether.Errorf(tether.CodeUnknownTx, "no open transaction %d on this connection", id)
 }
 
 // openTxs returns how many transactions the session has open.

@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/resultcache"
 )
 
@@ -81,7 +82,7 @@ type PoolSnapshot struct {
 	// Stats: a current pool's counters count since tetherd started, those
 	// of the pools a reload replaced for its backend included; a retiring
 	// pool's are its own (already in its successor's).
-	Stats PoolStats `json:"stats"`
+	Stats tether.PoolStats `json:"stats"`
 	// CacheByTable: writes drop only what read their tables (the
 	// backend's catalog is known); false drops its whole cache.
 	CacheByTable bool `json:"cache_by_table"`
@@ -97,17 +98,17 @@ type PoolSnapshot struct {
 // limits"): an http upstream, say, dials no min_conns ahead and keeps no
 // prepared statements.
 type PoolLimits struct {
-	MaxConns       int      `json:"max_conns"`
-	MinConns       int      `json:"min_conns"`
-	AcquireTimeout Duration `json:"acquire_timeout"` // the wait for a free connection before busy
-	ConnectTimeout Duration `json:"connect_timeout"`
-	IdleTimeout    Duration `json:"idle_timeout"`    // an idle connection past min_conns is closed after it
-	TxIdleTimeout  Duration `json:"tx_idle_timeout"` // server.tx_idle_timeout: an idle transaction is rolled back after it
-	StmtCacheSize  int      `json:"stmt_cache_size"` // prepared statements kept per connection
+	MaxConns       int             `json:"max_conns"`
+	MinConns       int             `json:"min_conns"`
+	AcquireTimeout tether.Duration `json:"acquire_timeout"` // the wait for a free connection before busy
+	ConnectTimeout tether.Duration `json:"connect_timeout"`
+	IdleTimeout    tether.Duration `json:"idle_timeout"`    // an idle connection past min_conns is closed after it
+	TxIdleTimeout  tether.Duration `json:"tx_idle_timeout"` // server.tx_idle_timeout: an idle transaction is rolled back after it
+	StmtCacheSize  int             `json:"stmt_cache_size"` // prepared statements kept per connection
 }
 
 // poolLimits returns the limits a pool built from cfg runs with.
-func (s *Server) poolLimits(cfg BackendConfig) PoolLimits {
+func (s *Server) poolLimits(cfg tether.BackendConfig) PoolLimits {
 	return PoolLimits{MaxConns: cfg.MaxConns, MinConns: cfg.MinConns, AcquireTimeout: cfg.AcquireTimeout,
 		ConnectTimeout: cfg.ConnectTimeout, IdleTimeout: cfg.IdleTimeout, TxIdleTimeout: s.cfg.Server.TxIdleTimeout,
 		StmtCacheSize: cfg.StmtCacheSize}

@@ -1,16 +1,17 @@
-package tether
+package server
 
 import (
 	"sync"
 	"time"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/wire"
 )
 
 // The path of a SQL statement to a backend whose connections the event loop
-// drives (loopsql.Backend: MySQL, PostgreSQL). Everything here runs on the
+// drives (sqlpool.Backend: MySQL, PostgreSQL). Everything here runs on the
 // loop goroutine: the frame is decoded, the statement written to a server
 // connection, its answer decoded into the reply and the reply written, with
 // no goroutine hand-off (docs/benchmarks.md measures what that saves).
@@ -35,14 +36,14 @@ func putEncoder(e *wire.ResultEncoder) {
 // that name, the session's settings go with it to its successor (profiles
 // compare by their text, not by pool), and the state on backends closed
 // since is forgotten.
-func (ss *session) sqlClient(lb *liveBackend) *loopsql.Client {
+func (ss *session) sqlClient(lb *liveBackend) *sqlpool.Client {
 	if c, ok := ss.clients[lb]; ok {
 		return c
 	}
 	if ss.clients == nil {
-		ss.clients = map[*liveBackend]*loopsql.Client{}
+		ss.clients = map[*liveBackend]*sqlpool.Client{}
 	}
-	c := &loopsql.Client{}
+	c := &sqlpool.Client{}
 	var newest *liveBackend // the latest backend of the name before lb: its settings are the session's
 	for old, oc := range ss.clients {
 		if old.name == lb.name && old.cfg.Type == lb.cfg.Type && (newest == nil || old.seq > newest.seq) {
@@ -62,7 +63,7 @@ func (ss *session) sqlClient(lb *liveBackend) *loopsql.Client {
 // on (timeout, client gone) may still be referenced by its connection, and is
 // left to the garbage collector.
 type sqlCall struct {
-	q     loopsql.Request
+	q     sqlpool.Request
 	ss    *session
 	h     wire.Head
 	op    wire.Op
@@ -91,11 +92,11 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 	} else {
 		c = &sqlCall{}
 	}
-	c.q = loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
+	c.q = sqlpool.Request{Kind: sqlpool.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
 		Owner: c, Done: s.callDone}
 	c.ss, c.h, c.op, c.be, c.start = ss, wire.Head{ID: r.ID}, r.Op, backend, time.Now()
 	if r.Op == wire.OpQuery {
-		c.q.Kind = loopsql.KindQuery
+		c.q.Kind = sqlpool.KindQuery
 		c.enc = getEncoder(c.h, r.Columnar, s.cfg.Server.MaxResultBytes)
 		c.enc.SetTimeFormat(r.TimeFormat)
 		c.q.Sink = c.enc
@@ -106,12 +107,12 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 // callDone answers a call: the Done of its request. A panic in it answers
 // the call internal (unless its reply was written), and the call is not
 // reused.
-func (s *Server) callDone(q *loopsql.Request) {
+func (s *Server) callDone(q *sqlpool.Request) {
 	c := q.Owner.(*sqlCall)
 	replied := false
 	defer func() {
 		if v := recover(); v != nil {
-			e := RecoverPanic(s.log, c.be, c.op.String(), v)
+			e := tether.RecoverPanic(s.log, c.be, c.op.String(), v)
 			if !replied {
 				s.replyErrorNow(c.ss, c.h.ID, e)
 			}
@@ -160,12 +161,12 @@ func (s *Server) callDone(q *loopsql.Request) {
 
 // newSQLRequest builds the loop request of a batch's query or exec, and its
 // encoder.
-func (s *Server) newSQLRequest(ss *session, r *wire.Request, lb *liveBackend, h wire.Head) (*loopsql.Request, *wire.ResultEncoder) {
-	q := &loopsql.Request{Kind: loopsql.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
+func (s *Server) newSQLRequest(ss *session, r *wire.Request, lb *liveBackend, h wire.Head) (*sqlpool.Request, *wire.ResultEncoder) {
+	q := &sqlpool.Request{Kind: sqlpool.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
 		Client: ss.sqlClient(lb)}
 	var enc *wire.ResultEncoder
 	if r.Op == wire.OpQuery {
-		q.Kind = loopsql.KindQuery
+		q.Kind = sqlpool.KindQuery
 		enc = getEncoder(h, r.Columnar, s.cfg.Server.MaxResultBytes)
 		enc.SetTimeFormat(r.TimeFormat)
 		q.Sink = enc
@@ -175,12 +176,12 @@ func (s *Server) newSQLRequest(ss *session, r *wire.Request, lb *liveBackend, h 
 
 // runLoopSQL runs a query or exec outside a transaction on a loop backend and
 // answers it when the backend does.
-func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
+func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb sqlpool.Backend) {
 	if s.draining.Load() {
 		s.replyErrorNow(ss, r.ID, errShuttingDown())
 		return
 	}
-	if e := checkNoPaging(r, t); e != nil {
+	if e := sqlpool.CheckNoPaging(t.typ, int(r.Limit), r.Cursor); e != nil {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
@@ -191,7 +192,7 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb loopsql.B
 }
 
 // runLoopSQLUncached runs a query or exec on a loop backend, past the cache.
-func (s *Server) runLoopSQLUncached(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
+func (s *Server) runLoopSQLUncached(ss *session, r *wire.Request, t target, lb sqlpool.Backend) {
 	c := s.newCall(ss, r, t.name)
 	c.q.Client = ss.sqlClient(t.live)
 	c.gen = s.admit()
@@ -199,20 +200,11 @@ func (s *Server) runLoopSQLUncached(ss *session, r *wire.Request, t target, lb l
 	lb.Submit(&c.q)
 }
 
-// checkNoPaging refuses limit and cursor on a query to a SQL backend: they are
-// for backends that page (Cassandra).
-func checkNoPaging(r *wire.Request, t target) *Error {
-	if r.Limit != 0 || r.Cursor != nil {
-		return Errorf(CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", t.typ)
-	}
-	return nil
-}
-
 // appendSQLOutcome appends the reply to a loop request: its error, its exec
 // result, or its rows from enc.
-func (s *Server) appendSQLOutcome(b []byte, h wire.Head, op wire.Op, q *loopsql.Request, enc *wire.ResultEncoder) []byte {
+func (s *Server) appendSQLOutcome(b []byte, h wire.Head, op wire.Op, q *sqlpool.Request, enc *wire.ResultEncoder) []byte {
 	if q.Err != nil {
-		return appendErr(b, h, AsError(q.Err))
+		return appendErr(b, h, tether.AsError(q.Err))
 	}
 	if op == wire.OpExec {
 		return wire.AppendExec(b, h, q.Affected, q.InsertID)
@@ -220,7 +212,7 @@ func (s *Server) appendSQLOutcome(b []byte, h wire.Head, op wire.Op, q *loopsql.
 	start := len(b)
 	b = enc.AppendReply(b)
 	if len(b)-start > s.cfg.Server.MaxResultBytes {
-		return appendErr(b[:start], h, Errorf(CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(b)-start, s.cfg.Server.MaxResultBytes))
+		return appendErr(b[:start], h, tether.Errorf(tether.CodeTooLarge, "result of %d bytes is over max_result_bytes (%d)", len(b)-start, s.cfg.Server.MaxResultBytes))
 	}
 	return b
 }
@@ -229,7 +221,7 @@ func (s *Server) logSQLFailure(op wire.Op, backend string, err error) {
 	if err == nil {
 		return
 	}
-	if te := AsError(err); te.Code == CodeInternal {
+	if te := tether.AsError(err); te.Code == tether.CodeInternal {
 		s.log.Error("request failed", "op", op.String(), "backend", backend, "err", err)
 	} else {
 		s.log.Debug("request failed", "op", op.String(), "backend", backend, "code", te.Code, "err", err)
@@ -238,19 +230,19 @@ func (s *Server) logSQLFailure(op wire.Op, backend string, err error) {
 
 // beginLoop begins a transaction on a loop backend: the connection it pins
 // is the only one its statements run on, until commit or rollback.
-func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Backend) {
+func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb sqlpool.Backend) {
 	id, start := r.ID, time.Now()
-	q := &loopsql.Request{Kind: loopsql.KindBegin, Client: ss.sqlClient(t.live), Deadline: s.deadline(r.TimeoutMS)}
+	q := &sqlpool.Request{Kind: sqlpool.KindBegin, Client: ss.sqlClient(t.live), Deadline: s.deadline(r.TimeoutMS)}
 	g := s.admit()
 	ss.pending.Add(1)
-	q.Done = func(q *loopsql.Request) {
+	q.Done = func(q *sqlpool.Request) {
 		// Released once the transaction is registered (or refused): a
 		// reload's retiring of its backend waits for either.
 		defer s.release(g)
 		replied := false
 		defer func() {
 			if v := recover(); v != nil {
-				e := RecoverPanic(s.log, t.name, wire.OpBegin.String(), v)
+				e := tether.RecoverPanic(s.log, t.name, wire.OpBegin.String(), v)
 				if q.NewTx != nil {
 					lb.AbortTx(q.NewTx, "tetherd hit an internal error beginning it")
 				}
@@ -265,7 +257,7 @@ func (s *Server) beginLoop(ss *session, r *wire.Request, t target, lb loopsql.Ba
 		defer ss.beginning.Add(-1)
 		if q.Err != nil {
 			s.logSQLFailure(wire.OpBegin, t.name, q.Err)
-			e := AsError(q.Err)
+			e := tether.AsError(q.Err)
 			replied = true
 			s.replyNow(ss, func(b []byte) []byte { return appendErr(b, wire.Head{ID: id, Took: time.Since(start)}, e) })
 			return
@@ -299,16 +291,16 @@ func (s *Server) runLoopTxOp(ss *session, r *wire.Request, t *txState) {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
-	if e := checkNoPaging(r, target{typ: t.live.cfg.Type}); e != nil {
+	if e := sqlpool.CheckNoPaging(t.live.cfg.Type, int(r.Limit), r.Cursor); e != nil {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
 	c := s.newCall(ss, r, t.backend)
 	switch r.Op {
 	case wire.OpCommit:
-		c.q.Kind = loopsql.KindCommit
+		c.q.Kind = sqlpool.KindCommit
 	case wire.OpRollback:
-		c.q.Kind = loopsql.KindRollback
+		c.q.Kind = sqlpool.KindRollback
 	}
 	c.tx = t
 	c.q.Tx, c.q.Client = t.ltx, t.ltx.Client

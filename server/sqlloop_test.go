@@ -1,4 +1,4 @@
-package tether_test
+package server_test
 
 import (
 	"context"

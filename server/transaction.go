@@ -1,4 +1,4 @@
-package tether
+package server
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tether-php/tether/backend/loopsql"
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/resultcache"
 	"github.com/tether-php/tether/wire"
 )
@@ -21,19 +22,19 @@ type txState struct {
 	backend string       // its backend's name...
 	live    *liveBackend // ... and the backend itself: a reload that replaces it waits for the transaction
 	owner   *session
-	tx      Tx // a transaction run by goroutines (queue below)...
+	tx      tether.Tx // a transaction run by goroutines (queue below)...
 
 	// ... or one on a backend the event loop drives, whose connection runs
 	// its statements in order itself.
-	ltx    *loopsql.Tx
-	lb     loopsql.Backend
+	ltx    *sqlpool.Tx
+	lb     sqlpool.Backend
 	inLoop int // its loop requests in flight
 
 	mu       sync.Mutex
 	queue    []func()
 	running  bool
 	lastUsed time.Time
-	ended    *Error // set once the transaction is over; later ops get it
+	ended    *tether.Error // set once the transaction is over; later ops get it
 	// writes: what its statements may have written, whose cached results
 	// its end drops (cache.go, cachetables.go).
 	writes writeSet
@@ -76,7 +77,7 @@ func (t *txState) drain(s *Server) {
 	// transaction, in an unknown state, rolled back.
 	defer func() {
 		if v := recover(); v != nil {
-			RecoverPanic(s.log, t.backend, "transaction", v)
+			tether.RecoverPanic(s.log, t.backend, "transaction", v)
 			s.inflight.Done()
 			s.abortPanicked(t)
 			go t.drain(s)
@@ -100,7 +101,7 @@ func (t *txState) drain(s *Server) {
 }
 
 // endedErr returns why the transaction is over, or nil while it is open.
-func (t *txState) endedErr() *Error {
+func (t *txState) endedErr() *tether.Error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ended
@@ -147,7 +148,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 		defer s.unpend(ss)
 		defer func() {
 			if v := recover(); v != nil {
-				e := RecoverPanic(s.log, t.backend, req.Op.String(), v)
+				e := tether.RecoverPanic(s.log, t.backend, req.Op.String(), v)
 				s.abortPanicked(t)
 				s.reply(ss, func(buf []byte) []byte { return appendErr(buf, wire.Head{ID: req.ID}, e) })
 			}
@@ -173,7 +174,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 			s.reply(ss, func(buf []byte) []byte {
 				h := wire.Head{ID: req.ID, Took: time.Since(start)}
 				if err != nil {
-					return appendErr(buf, h, AsError(err))
+					return appendErr(buf, h, tether.AsError(err))
 				}
 				return wire.AppendOK(buf, h)
 			})
@@ -185,7 +186,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 			if req.Op == wire.OpQuery || req.Op == wire.OpExec {
 				t.noteStatement(s, req.Op, req.SQL)
 			}
-			if errors.Is(err, ErrPanic) {
+			if errors.Is(err, tether.ErrPanic) {
 				s.abortPanicked(t)
 			}
 			err = classify(ctx, err)
@@ -200,7 +201,7 @@ func (s *Server) submitTxOp(ss *session, r *wire.Request) {
 
 // endTx forgets a finished transaction. why, when not nil, is remembered for
 // the owner's later requests on the handle.
-func (s *Server) endTx(t *txState, why *Error) {
+func (s *Server) endTx(t *txState, why *tether.Error) {
 	// Committed (or rolled back: MySQL's DDL commits on its own) before its
 	// client hears of it: its backend's cached results go.
 	// The backend it began on, or the one of its name now if a reload
@@ -216,7 +217,7 @@ func (s *Server) endTx(t *txState, why *Error) {
 	if t.ended == nil {
 		t.ended = why
 		if why == nil {
-			t.ended = Errorf(CodeUnknownTx, "transaction %d is already finished", t.id)
+			t.ended = tether.Errorf(tether.CodeUnknownTx, "transaction %d is already finished", t.id)
 		}
 	}
 	t.mu.Unlock()
@@ -273,7 +274,7 @@ func (s *Server) abortTx(t *txState, cause rollbackCause, why string) {
 			return
 		}
 		s.rollbacks[cause].Add(1)
-		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+		s.endTx(t, &tether.Error{Code: tether.CodeTxAborted, Message: why, Retry: true})
 		// The backend cancels a statement of it still running, then rolls back.
 		s.loop.Post(func() { t.lb.AbortTx(t.ltx, why) })
 		s.log.Info("rolling back abandoned transaction", "tx", t.id, "backend", t.backend, "why", why)
@@ -284,17 +285,9 @@ func (s *Server) abortTx(t *txState, cause rollbackCause, why string) {
 			return // a commit queued before it ended the transaction
 		}
 		s.rollbacks[cause].Add(1)
-		s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+		s.endTx(t, &tether.Error{Code: tether.CodeTxAborted, Message: why, Retry: true})
 		s.rollbackDetached(t, why)
 	})
-}
-
-// Discarder is a Tx that can be given up when a panic left its connection in
-// an unknown state: it closes the connection instead of reusing it (the
-// server rolls back as the session ends, if the backend could not roll back
-// first) and frees its pool slot.
-type Discarder interface {
-	Discard()
 }
 
 // abortPanicked ends t after a panic while serving it: its connection's
@@ -306,17 +299,17 @@ func (s *Server) abortPanicked(t *txState) {
 		return
 	}
 	why := "tetherd hit an internal error serving it (a panic); it was rolled back"
-	s.endTx(t, &Error{Code: CodeTxAborted, Message: why, Retry: true})
+	s.endTx(t, &tether.Error{Code: tether.CodeTxAborted, Message: why, Retry: true})
 	if t.ltx != nil {
 		s.loop.Post(func() { t.lb.AbortTx(t.ltx, why) })
 		return
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			RecoverPanic(s.log, t.backend, "rollback", v)
+			tether.RecoverPanic(s.log, t.backend, "rollback", v)
 		}
 	}()
-	if d, ok := t.tx.(Discarder); ok {
+	if d, ok := t.tx.(tether.Discarder); ok {
 		d.Discard()
 		s.log.Warn("discarded the connection of a transaction after a panic", "tx", t.id, "backend", t.backend)
 		return
@@ -330,7 +323,7 @@ func (s *Server) rollbackDetached(t *txState, why string) {
 	defer cancel()
 	err := t.tx.Rollback(ctx)
 	switch {
-	case err == nil, errors.Is(err, ErrTxDone):
+	case err == nil, errors.Is(err, tether.ErrTxDone):
 	case errors.Is(err, context.Canceled) || errors.Is(err, driver.ErrBadConn):
 		// The statement running when the client vanished was cancelled with
 		// it, and its connection dropped: the server rolled back with it.

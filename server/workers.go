@@ -1,8 +1,10 @@
-package tether
+package server
 
 import (
 	"log/slog"
 	"sync/atomic"
+
+	tether "github.com/tether-php/tether"
 )
 
 // workers runs backend work on long-lived goroutines. A fresh goroutine per
@@ -28,7 +30,7 @@ var workerLog = slog.Default
 func safeRun(fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
-			RecoverPanic(workerLog(), "", "worker", v)
+			tether.RecoverPanic(workerLog(), "", "worker", v)
 		}
 	}()
 	fn()
