@@ -2,8 +2,8 @@ package tether
 
 import "errors"
 
-// ErrResultTooLarge is returned by a RowSink's EndRow when the result passed
-// the sink's byte limit (Statement.MaxBytes, the server's max_result_bytes).
+// ErrResultTooLarge is what ResultBuilder's EndRow returns when the result
+// passed its byte limit (Statement.MaxBytes).
 var ErrResultTooLarge = errors.New("result too large")
 
 // RowSink receives a statement's result value by value, as a backend decodes
@@ -13,8 +13,9 @@ var ErrResultTooLarge = errors.New("result too large")
 // Text and Bytes may be handed a buffer that is reused once they return.
 //
 // Order: Columns(n), n calls to Column, then per row BeginRow, one value
-// call per column and EndRow. EndRow returns ErrResultTooLarge when the
-// result passed its byte limit; the backend then stops and answers too_large.
+// call per column and EndRow. EndRow returns an error only when the result
+// passed the sink's byte limit (ErrResultTooLarge, or the encoder's own
+// wire.ErrResultTooLarge): the backend then stops and answers too_large.
 type RowSink interface {
 	Columns(n int)
 	Column(name []byte)

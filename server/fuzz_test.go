@@ -758,7 +758,7 @@ func (f *fakeLoopBackend) run(r *sqlpool.Request) {
 }
 
 // sinkRows writes rows into s value by value, as a driver decodes them.
-func sinkRows(s wire.RowSink, columns []string, rows [][]any) error {
+func sinkRows(s tether.RowSink, columns []string, rows [][]any) error {
 	s.Columns(len(columns))
 	for _, c := range columns {
 		s.Column([]byte(c))

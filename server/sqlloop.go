@@ -18,6 +18,9 @@ import (
 
 // encoders are reused ResultEncoders: a query's rows are encoded into one as
 // they are decoded from the server.
+// The reply encoder is the row sink of a loop request.
+var _ tether.RowSink = (*wire.ResultEncoder)(nil)
+
 var encoders = sync.Pool{New: func() any { return new(wire.ResultEncoder) }}
 
 func getEncoder(h wire.Head, columnar bool, maxBytes int) *wire.ResultEncoder {
