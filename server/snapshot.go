@@ -226,7 +226,7 @@ func (s *Server) Clients(ctx context.Context) ([]ClientSnapshot, error) {
 }
 
 // buildVersion is set at link time by packages
-// (-ldflags "-X github.com/tether-php/tether.buildVersion=1.2.3").
+// (-ldflags "-X github.com/tether-php/tether/server.buildVersion=1.2.3").
 var buildVersion string
 
 // Version returns tetherd's version: the one a package build set, or the
