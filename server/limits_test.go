@@ -35,7 +35,8 @@ func TestLimits_MaxClientConns(t *testing.T) {
 	}
 	over.expectClosed()
 	cs[0].conn.Close()
-	time.Sleep(50 * time.Millisecond)
+	// The server signals no event when it has seen a client go: its count.
+	eventually(t, "the server to see the client go", func() bool { return ts.Snapshot().Clients < 3 })
 	dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpPing})
 }
 

@@ -19,12 +19,51 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlite"
+	"github.com/tether-php/tether/internal/fault"
 	"github.com/tether-php/tether/server"
 	"github.com/tether-php/tether/wire"
 )
 
 // slowSQL takes seconds on SQLite and honours cancellation.
 const slowSQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) FROM c"
+
+// reaching returns a channel that is closed when a statement with this SQL
+// reaches the database driver (fault.DriverCall), that is, once the server
+// has admitted it and runs it: the event a test waits for before it acts on a
+// request in flight. The hook is removed when the test ends.
+func reaching(t testing.TB, sql string) <-chan struct{} {
+	t.Helper()
+	ch := make(chan struct{})
+	var once sync.Once
+	restore := fault.Set(func(p fault.Point, detail string) {
+		if p == fault.DriverCall && detail == sql {
+			once.Do(func() { close(ch) })
+		}
+	})
+	t.Cleanup(restore)
+	return ch
+}
+
+// await waits for ch to be closed, failing the test after 10 s.
+func await(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// eventually polls cond until it holds, failing the test after 10 s. Only
+// for a state the server signals no event for (a count in its Snapshot).
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
 
 type testServer struct {
 	*server.Server
@@ -510,8 +549,9 @@ func TestServer_DisconnectMidRequest(t *testing.T) {
 		c.Backends["main"] = bc
 	})
 	a := dial(t, ts)
+	running := reaching(t, slowSQL)
 	a.send(wire.Request{ID: 1, Op: wire.OpQuery, SQL: slowSQL})
-	time.Sleep(100 * time.Millisecond)
+	await(t, running, "the slow query to reach SQLite")
 	a.conn.Close()
 	// The abandoned query is canceled, freeing the only connection.
 	b := dial(t, ts)
@@ -672,8 +712,10 @@ func TestServer_Shutdown(t *testing.T) {
 
 	slow := dial(t, ts)
 	// In flight when the shutdown starts; it must be allowed to finish.
-	slow.send(wire.Request{ID: 4, Op: wire.OpQuery, SQL: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c"})
-	time.Sleep(20 * time.Millisecond)
+	const slowCount = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c"
+	running := reaching(t, slowCount)
+	slow.send(wire.Request{ID: 4, Op: wire.OpQuery, SQL: slowCount})
+	await(t, running, "the query to reach SQLite")
 
 	const grace = 500 * time.Millisecond
 	start := time.Now()
@@ -715,7 +757,8 @@ func TestServer_ShutdownLetsTransactionsCommit(t *testing.T) {
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { ts.shutdown(t, 10*time.Second); close(done) }()
-	time.Sleep(100 * time.Millisecond)
+	// The server signals no event when it starts draining: its snapshot says.
+	eventually(t, "the server to drain", func() bool { return ts.Snapshot().Draining })
 	if rep := c.do(wire.Request{ID: 4, Op: wire.OpBegin}); rep.Error() == nil {
 		t.Fatal("a new transaction began while draining")
 	}
