@@ -85,11 +85,12 @@ func TestLimits_ClientFrameTimeout(t *testing.T) {
 
 func TestLimits_ClientIdleTimeout(t *testing.T) {
 	ts := startServer(t, func(c *tether.Config) { c.Server.ClientIdleTimeout = tether.Duration(300 * time.Millisecond) })
-	idle := dial(t, ts)
-	idle.ok(wire.Request{ID: 1, Op: wire.OpPing})
+	// inTx goes quiet first: the sweep that closes idle (the reply waited
+	// for below) finds inTx idle for longer.
 	inTx := dial(t, ts)
 	inTx.ok(wire.Request{ID: 1, Op: wire.OpBegin})
-	time.Sleep(time.Second)
+	idle := dial(t, ts)
+	idle.ok(wire.Request{ID: 1, Op: wire.OpPing})
 	errCode(t, idle.recv(), tether.CodeUnavailable)
 	idle.expectClosed()
 	// A client with a transaction open is the transaction reaper's business.
@@ -112,7 +113,15 @@ func TestLimits_MaxClientOutputBytes(t *testing.T) {
 		frames = append(frames, wire.EndFrame(wire.AppendRequest(b, &q), st)...)
 	}
 	c.sendRaw(frames)
-	time.Sleep(500 * time.Millisecond)
+	// The client cannot be told (it does not read): the log says which limit.
+	// It is the one sign that the server closed the connection: polled.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(ts.logs.String(), "limit=server.max_client_output_bytes value=262144 closed=1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line names the limit; the log: %s", ts.logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	// Read to the end: whole replies, then maybe part of one, then EOF.
 	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	all, err := io.ReadAll(c.conn)
@@ -129,14 +138,6 @@ func TestLimits_MaxClientOutputBytes(t *testing.T) {
 	}
 	t.Logf("%d of 64 replies reached the client before its connection was closed", got)
 	dial(t, ts).ok(wire.Request{ID: 1, Op: wire.OpPing}) // and tetherd serves others
-	// The client cannot be told (it does not read): the log says which limit.
-	deadline := time.Now().Add(3 * time.Second)
-	for !strings.Contains(ts.logs.String(), "limit=server.max_client_output_bytes value=262144 closed=1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line names the limit; the log: %s", ts.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestLimits_ReadsPauseAtMaxClientRequests: a client that pipelines many slow
@@ -202,7 +203,16 @@ func TestLimits_FairShareOfThePool(t *testing.T) {
 			for i := 0; i < n; i++ {
 				flood.send(wire.Request{ID: uint32(i + 1), Op: wire.OpQuery, Backend: "db", SQL: d.sleep(0.02, "flood")})
 			}
-			time.Sleep(50 * time.Millisecond)
+			// The flood holds both connections (a pool count, polled: no
+			// event says so) before the bystander comes.
+			eventually(t, "the flood to hold the pool", func() bool {
+				for _, p := range ts.Snapshot().Pools {
+					if p.Backend == "db" && p.Stats.InUse == 2 {
+						return true
+					}
+				}
+				return false
+			})
 			by := dial(t, ts)
 			var worst time.Duration
 			for i := 0; i < 5; i++ {
