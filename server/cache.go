@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +27,17 @@ import (
 // This first cut drops a backend's whole cache on any write to it: the
 // statement's tables are not read yet (internal/sqltables will), which the
 // issue allows ("when in doubt, drop the backend's whole cache").
+
+// cacheState is the shared result cache, nil when off, and its background
+// work (change streams, catalogs): its context is bgCtx, stopped by bgStop,
+// waited for by bg.
+type cacheState struct {
+	cache   *resultcache.Cache
+	bgCtx   context.Context
+	bgStop  context.CancelFunc
+	bg      sync.WaitGroup
+	bodyBuf []byte // scratch of resultBody; loop goroutine only
+}
 
 // newResultCache returns the cache cfg asks for, or nil when both caching and
 // merging are off. It holds at most a quarter of the memory budget

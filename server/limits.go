@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	tether "github.com/tether-php/tether"
@@ -57,6 +58,29 @@ const (
 	returnMemoryAt    = 64 << 20
 	returnMemoryEvery = 5 * time.Second
 )
+
+// clientLimits is the state of the client bounds: the sessions, their sweep
+// and its clock, and what was refused or closed, for the log. Loop goroutine
+// only, but for the atomics.
+type clientLimits struct {
+	sessions     map[*session]struct{}
+	clients      atomic.Int64 // len(sessions), for any goroutine (Snapshot)
+	clock        int64        // unix nanos, refreshed by every sweep
+	rejected     int          // connections refused past max_client_conns since last logged
+	rejectLogged int64
+	acceptErrs   int       // accepts failed since last logged
+	acceptLogged time.Time // when they were last logged
+	sweepStop    chan struct{}
+	sweepDone    chan struct{}
+	inputGrowth  int64 // partial-frame bytes taken in since the memory budget was last checked
+	// freeing: memory shed from closed clients is being collected and
+	// returned to the system; the heap figure still counts it meanwhile.
+	freeing atomic.Bool
+	// Clients closed for max_client_output_bytes (from any goroutine), and
+	// when that was last logged (unix nanos).
+	outputClosed atomic.Int64
+	outputLogged atomic.Int64
+}
 
 // onOpenLimits counts a new connection, refusing it past max_client_conns;
 // it reports whether the connection may stay.

@@ -35,6 +35,13 @@ type metricCell struct {
 	sumNanos atomic.Uint64
 }
 
+// telemetry is what the server keeps of its requests for operators.
+type telemetry struct {
+	metrics  *requestMetrics // requests by operation, backend and outcome
+	recent   recent          // the last errors and the slowest statements
+	frequent frequent        // the most frequent statements, sampled (statements.go)
+}
+
 // requestMetrics counts requests by operation and backend. Its table only
 // grows: a reload that adds a backend adds its cells (counters must not go
 // back), one that removes a backend keeps them.

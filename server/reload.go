@@ -416,9 +416,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// retireState is the server's bookkeeping of retiring backends.
-type retireState struct {
-	reloadMu    sync.Mutex // one reload at a time
+// backendTable is the server's backends: the set requests use now, which a
+// reload swaps whole, and the backends a reload replaced, retiring until what
+// they were given is done.
+type backendTable struct {
+	set         atomic.Pointer[backendSet] // the backends requests use now
+	reloadMu    sync.Mutex                 // one reload at a time
 	retireMu    sync.Mutex
 	retiringSet map[*liveBackend]struct{}
 	// retiredTotals: by backend name, the counters of the pools a reload

@@ -15,7 +15,6 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/internal/evloop"
-	"github.com/tether-php/tether/internal/resultcache"
 )
 
 // Server is tetherd: it owns the backends, the listeners and the event loop,
@@ -32,70 +31,36 @@ import (
 type Server struct {
 	cfg tether.Config
 	log *slog.Logger
-	// set is the backends requests use now; a reload swaps it (reload.go).
-	set atomic.Pointer[backendSet]
-	retireState
-	loop   *evloop.Loop
-	served chan error // the loop's Run result
 
+	// ListenWith, when set before Open, makes the listeners (handover.go).
+	ListenWith ListenFunc
+
+	loop     *evloop.Loop
+	served   chan error  // the loop's Run result
+	opened   atomic.Bool // every backend open, listeners up (Snapshot.Ready)
+	draining atomic.Bool // Shutdown or HandOver began: no new work
+	started  time.Time
 	inflight inflight // requests handed to goroutines
 	workers  *workers // the goroutines that run them
 	loopBuf  []byte   // reply scratch of the event loop goroutine
+	// freeCalls are loop SQL calls for reuse; loop goroutine only.
+	freeCalls []*sqlCall
 
-	freeCalls []*sqlCall // loop SQL calls for reuse; loop goroutine only
+	// One object per concern, each in the file that owns it:
+	backendTable // the backends, swapped by a reload (reload.go)
+	txTable      // the open transactions and their reaper (transaction.go)
+	clientLimits // the sessions and the client bounds (limits.go)
+	listeners    // the Unix, TCP and TLS listeners (server.go, tls.go, handover.go)
+	cacheState   // the shared result cache and its background work (cache.go)
+	telemetry    // request metrics, recent events, frequent statements (metrics.go)
+}
 
-	acceptErrs   int       // accepts failed since last logged; loop goroutine only
-	acceptLogged time.Time // when they were last logged
-
-	// The client bounds (limits.go); loop goroutine only.
-	sessions     map[*session]struct{}
-	clients      atomic.Int64 // len(sessions), for any goroutine (Snapshot)
-	opened       atomic.Bool  // every backend open, listeners up (Snapshot.Ready)
-	started      time.Time
-	clock        int64 // unix nanos, refreshed by every sweep
-	rejected     int   // connections refused past max_client_conns since last logged
-	rejectLogged int64
-	sweepStop    chan struct{}
-	sweepDone    chan struct{}
-	inputGrowth  int64 // partial-frame bytes taken in since the memory budget was last checked
-	// freeing: memory shed from closed clients is being collected and
-	// returned to the system; the heap figure still counts it meanwhile.
-	freeing atomic.Bool
-	// Clients closed for max_client_output_bytes (from any goroutine), and
-	// when that was last logged (unix nanos).
-	outputClosed atomic.Int64
-	outputLogged atomic.Int64
-	draining     atomic.Bool
-	nextTx       atomic.Uint64
-
-	txMu      sync.Mutex
-	txs       map[uint64]*txState // every open transaction, for the idle reaper
-	rollbacks rollbacks           // transactions the server rolled back, by cause
-
-	reaperStop chan struct{}
-	reaperDone chan struct{}
-
-	tcpAddr string    // the TCP listener's address, once listening
-	tls     *tlsFront // the TCP listener when it speaks TLS (tls.go)
-
-	// ListenWith, when set before Open, makes the listeners (handover.go).
-	ListenWith    ListenFunc
+// listeners are the server's listening sockets.
+type listeners struct {
+	tcpAddr       string    // the TCP listener's address, once listening
+	tls           *tlsFront // the TCP listener when it speaks TLS (tls.go)
 	unixListeners []*net.UnixListener
-	handingOver   atomic.Bool
-
-	// The shared result cache (cache.go), nil when off.
-	cache *resultcache.Cache
-	// The cache's background work (change streams, catalogs): its context
-	// is bgCtx, stopped by bgStop, waited for by bg.
-	bgCtx  context.Context
-	bgStop context.CancelFunc
-	bg     sync.WaitGroup
-
-	metrics *requestMetrics // requests by operation, backend and outcome (metrics.go)
-	bodyBuf []byte          // scratch of resultBody (cache.go); loop goroutine only
-	recent  recent          // the last errors and the slowest statements (metrics.go)
-	// frequent: the most frequent statements, sampled (statements.go)
-	frequent frequent
+	handingOver   atomic.Bool // HandOver began (handover.go)
 }
 
 // TCPAddr returns the address the TCP listener is bound to, or "" without one.
@@ -111,12 +76,14 @@ func New(cfg tether.Config, backends map[string]tether.Backend, log *slog.Logger
 	for name, b := range backends {
 		live[name] = newLiveBackend(name, cfg.Backends[name], b)
 	}
-	s := &Server{cfg: cfg, log: log, txs: map[uint64]*txState{}, workers: newWorkers(),
-		sessions: map[*session]struct{}{}, clock: time.Now().UnixNano(),
-		cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes), metrics: newRequestMetrics(sortedKeys(live))}
+	s := &Server{cfg: cfg, log: log, workers: newWorkers(),
+		txTable:      txTable{txs: map[uint64]*txState{}},
+		clientLimits: clientLimits{sessions: map[*session]struct{}{}, clock: time.Now().UnixNano()},
+		cacheState:   cacheState{cache: newResultCache(cfg.Cache, cfg.Server.MaxMemoryBytes)},
+		telemetry:    telemetry{metrics: newRequestMetrics(sortedKeys(live))},
+		backendTable: backendTable{retiringSet: map[*liveBackend]struct{}{}, closing: make(chan struct{})},
+	}
 	s.set.Store(newBackendSet(cfg, live))
-	s.retiringSet = map[*liveBackend]struct{}{}
-	s.closing = make(chan struct{})
 	return s
 }
 

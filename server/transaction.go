@@ -255,6 +255,17 @@ func (s *Server) cacheUsedNow(name string) bool {
 	return cur != nil && cur.cacheUsed.Load()
 }
 
+// txTable is every open transaction, for the idle reaper, and the count of
+// those the server rolled back.
+type txTable struct {
+	nextTx     atomic.Uint64
+	txMu       sync.Mutex
+	txs        map[uint64]*txState // every open transaction
+	rollbacks  rollbacks           // transactions the server rolled back, by cause
+	reaperStop chan struct{}
+	reaperDone chan struct{}
+}
+
 // rollbacks counts the transactions the server rolled back, by cause.
 type rollbacks [numRollbackCauses]atomic.Uint64
 
