@@ -50,7 +50,7 @@ type Server struct {
 	backendTable // the backends, swapped by a reload (reload.go)
 	txTable      // the open transactions and their reaper (transaction.go)
 	clientLimits // the sessions and the client bounds (limits.go)
-	listeners    // the Unix, TCP and TLS listeners (server.go, tls.go, handover.go)
+	listeners    // the Unix, TCP and TLS listeners (server.go, tlsfront.go, handover.go)
 	cacheState   // the shared result cache and its background work (cache.go)
 	telemetry    // request metrics, recent events, frequent statements (metrics.go)
 }
@@ -58,7 +58,7 @@ type Server struct {
 // listeners are the server's listening sockets.
 type listeners struct {
 	tcpAddr       string    // the TCP listener's address, once listening
-	tls           *tlsFront // the TCP listener when it speaks TLS (tls.go)
+	tls           *tlsFront // the TCP listener when it speaks TLS (tlsfront.go)
 	unixListeners []*net.UnixListener
 	handingOver   atomic.Bool // HandOver began (handover.go)
 }
