@@ -518,9 +518,11 @@ func TestServer_Transactions(t *testing.T) {
 
 	t.Run("IdleTimeout", func(t *testing.T) {
 		c := dial(t, ts)
+		reaped := ts.Snapshot().Rollbacks["idle_timeout"]
 		tx := begin(c)
 		c.ok(wire.Request{ID: 12, Op: wire.OpExec, Tx: tx, SQL: "INSERT INTO acct (v) VALUES ('idle')"})
-		time.Sleep(1200 * time.Millisecond)
+		// The reaper signals no event: its count of rollbacks says.
+		eventually(t, "the idle transaction to be rolled back", func() bool { return ts.Snapshot().Rollbacks["idle_timeout"] > reaped })
 		e := errCode(t, c.do(wire.Request{ID: 13, Op: wire.OpCommit, Tx: tx}), tether.CodeTxAborted)
 		if e["retry"] != true {
 			t.Fatalf("tx_aborted should be retryable: %v", e)

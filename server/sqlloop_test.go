@@ -44,6 +44,25 @@ type loopDB struct {
 	p       func(n int) string
 }
 
+// awaitRunning waits until n of tetherd's sessions run a statement that
+// contains marker: the database's own view, polled, as it signals no event
+// to tetherd's tests.
+func (d *loopDB) awaitRunning(t testing.TB, marker string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got, err := d.running(context.Background(), marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d statements with %q running after 10 s", d.typ, got, n, marker)
+		}
+	}
+}
+
 // loopDBs returns the loop-driven MariaDB and PostgreSQL backends to test
 // (TETHER_TEST_{MYSQL,POSTGRES}_POOL_DSN), and skips the test, saying why,
 // when there is none: a test of them must not pass having tested nothing.
@@ -499,6 +518,7 @@ func TestLoopSQL_SlowKillsKeepTheBound(t *testing.T) {
 		marker := fmt.Sprintf("slow_kills_%d", time.Now().UnixNano())
 		for round := 0; round < 2; round++ {
 			var wg sync.WaitGroup
+			gone := make(chan struct{})
 			for i := 0; i < maxConns; i++ {
 				wg.Add(1)
 				go func() {
@@ -508,10 +528,12 @@ func TestLoopSQL_SlowKillsKeepTheBound(t *testing.T) {
 						return
 					}
 					cl.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: d.sleep(60, marker)})
-					time.Sleep(300 * time.Millisecond)
+					<-gone
 					cl.conn.Close() // gone, its statement running
 				}()
 			}
+			d.awaitRunning(t, marker, maxConns)
+			close(gone)
 			wg.Wait()
 			start := time.Now()
 			for {
@@ -638,7 +660,7 @@ func TestLoopSQL_DeadlineTooNearNotSent(t *testing.T) {
 			// left for a statement of 50 ms.
 			busy := dial(t, ts)
 			busy.send(wire.Request{ID: 1, Op: wire.OpQuery, Backend: "db", SQL: d.sleep(0.3, "too_near_busy")})
-			time.Sleep(20 * time.Millisecond)
+			d.awaitRunning(t, "too_near_busy", 1)
 			late := dial(t, ts)
 			rep := late.do(wire.Request{ID: 2, Op: wire.OpQuery, Backend: "db", SQL: stmt, TimeoutMS: 310})
 			e := errCode(t, rep, tether.CodeTimeout)
@@ -680,7 +702,7 @@ func TestLoopSQL_VanishedClientReleasesLocks(t *testing.T) {
 			tx := toUint(rep.Fields["tx"])
 			cl.ok(wire.Request{ID: 2, Op: wire.OpExec, Tx: tx, SQL: "UPDATE " + tbl + " SET n = n + 1 WHERE id = 1"})
 			cl.send(wire.Request{ID: 3, Op: wire.OpQuery, Tx: tx, SQL: d.sleep(10, "locked_sleep")})
-			time.Sleep(100 * time.Millisecond)
+			d.awaitRunning(t, "locked_sleep", 1)
 			c.Close() // the worker dies with the statement running and the row locked
 			start := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
