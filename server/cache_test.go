@@ -120,7 +120,7 @@ func TestCache_ServesUntilAWriteThroughTether(t *testing.T) {
 			expect("stored with a short TTL", read(c, 150), "15")
 			behind(16)
 			expect("within the TTL", read(c, 150), "15")
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond) // not a wait for an event: the TTL passing is what is tested
 			expect("past the TTL", read(c, 150), "16")
 
 			// Results that depend on a session setting are kept apart.
@@ -158,7 +158,7 @@ func TestCache_ServesUntilAWriteThroughTether(t *testing.T) {
 				now = "SELECT clock_timestamp()::text"
 			}
 			first := firstValue(t, c.do(wire.Request{ID: 19, Op: wire.OpQuery, Backend: "db", SQL: now, CacheTTLMS: 60000}))
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the database's clock must move between the two reads
 			if again := firstValue(t, c.do(wire.Request{ID: 20, Op: wire.OpQuery, Backend: "db", SQL: now, CacheTTLMS: 60000})); again == first {
 				t.Errorf("%s was answered from the cache: %s twice", now, first)
 			}

@@ -79,7 +79,7 @@ func TestLimits_ClientFrameTimeout(t *testing.T) {
 	slow := dial(t, ts)
 	for i := 0; i < 3; i++ {
 		slow.ok(wire.Request{ID: uint32(i + 1), Op: wire.OpPing})
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // a slow client, the subject of the test
 	}
 }
 

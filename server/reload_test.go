@@ -166,7 +166,7 @@ func TestReload_UnderLoad(t *testing.T) {
 					p = "$1"
 				}
 				fail("insert "+be, c.do(wire.Request{ID: id, Op: wire.OpExec, Tx: tx, SQL: "INSERT INTO reload_load (id, n) VALUES (" + p + ", 1)", Params: []any{int64(key)}}))
-				time.Sleep(3 * time.Millisecond)
+				time.Sleep(3 * time.Millisecond) // the transaction stays open across reloads
 				id++
 				fail("commit "+be, c.do(wire.Request{ID: id, Op: wire.OpCommit, Tx: tx}))
 			}
@@ -191,7 +191,7 @@ func TestReload_UnderLoad(t *testing.T) {
 			cfg.Backends["extra"] = tether.DefaultBackendConfig("sqlite", filepath.Join(t.TempDir(), "extra.db"))
 		}
 		reports = append(reports, reload(t, ts, cfg))
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the load runs between reloads; the count below is sampled, not awaited
 		retiring := 0
 		for _, p := range ts.Snapshot().Pools {
 			if p.Retiring {
