@@ -151,12 +151,12 @@ func (s *Server) completeBatchRead(t *resultcache.Ticket, q *sqlpool.Request, en
 // Complete copies what it stores, and its waiters' replies copy it too, so
 // the body of a leading read need not be a buffer of its own. Loop goroutine
 // only; valid until the next call.
-func (s *Server) resultBody(enc *wire.ResultEncoder) []byte {
-	if cap(s.bodyBuf) > keepBodyBuf {
-		s.bodyBuf = nil
+func (c *cacheState) resultBody(enc *wire.ResultEncoder) []byte {
+	if cap(c.bodyBuf) > keepBodyBuf {
+		c.bodyBuf = nil
 	}
-	s.bodyBuf = enc.AppendBody(s.bodyBuf[:0])
-	return s.bodyBuf
+	c.bodyBuf = enc.AppendBody(c.bodyBuf[:0])
+	return c.bodyBuf
 }
 
 // keepBodyBuf bounds the scratch buffer resultBody keeps between reads.

@@ -197,12 +197,12 @@ func (s *Server) noteDDL(backend string) {
 
 // invalidate drops what a write to tables (all: to anything) of backend made
 // stale.
-func (s *Server) invalidate(backend string, tables []string, all bool, cause resultcache.Cause) {
+func (c *cacheState) invalidate(backend string, tables []string, all bool, cause resultcache.Cause) {
 	switch {
 	case all:
-		s.cache.InvalidateBackend(backend, cause)
+		c.cache.InvalidateBackend(backend, cause)
 	case len(tables) > 0:
-		s.cache.Invalidate(backend, tables, cause)
+		c.cache.Invalidate(backend, tables, cause)
 	}
 }
 

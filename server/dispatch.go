@@ -310,8 +310,8 @@ var errClientGone = &tether.Error{Code: tether.CodeUnavailable, Message: "client
 // loopBackend resolves a request's backend when the event loop drives it;
 // otherwise (another kind of backend, or an error to answer) it reports
 // false and the request takes the goroutine path, which answers errors.
-func (s *Server) loopBackend(ss *session, r *wire.Request) (target, sqlpool.Backend, bool) {
-	t, e := s.backendFor(r.Backend)
+func (b *backendTable) loopBackend(ss *session, r *wire.Request) (target, sqlpool.Backend, bool) {
+	t, e := b.backendFor(r.Backend)
 	if e != nil {
 		return t, nil, false
 	}
@@ -343,8 +343,8 @@ func (t target) loopBackend() sqlpool.Backend {
 }
 
 // backendFor resolves a request's backend name in the current set.
-func (s *Server) backendFor(name string) (target, *tether.Error) {
-	set := s.set.Load()
+func (b *backendTable) backendFor(name string) (target, *tether.Error) {
+	set := b.set.Load()
 	if name == "" {
 		name = set.defaultName
 		if name == "" {

@@ -293,19 +293,19 @@ func (s *Server) retire(g *backendSet, lb *liveBackend) {
 
 // takeRetiring removes lb from the retiring backends; it reports false when
 // someone else (a shutdown) took it first.
-func (s *Server) takeRetiring(lb *liveBackend) bool {
-	s.retireMu.Lock()
-	defer s.retireMu.Unlock()
-	if _, ok := s.retiringSet[lb]; !ok {
+func (b *backendTable) takeRetiring(lb *liveBackend) bool {
+	b.retireMu.Lock()
+	defer b.retireMu.Unlock()
+	if _, ok := b.retiringSet[lb]; !ok {
 		return false
 	}
-	delete(s.retiringSet, lb)
-	if s.retiredTotals == nil {
-		s.retiredTotals = map[string]tether.PoolStats{}
+	delete(b.retiringSet, lb)
+	if b.retiredTotals == nil {
+		b.retiredTotals = map[string]tether.PoolStats{}
 	}
-	total := s.retiredTotals[lb.name]
+	total := b.retiredTotals[lb.name]
 	addCounters(&total, lb.b.Stats())
-	s.retiredTotals[lb.name] = total
+	b.retiredTotals[lb.name] = total
 	return true
 }
 
@@ -339,27 +339,14 @@ func (s *Server) poolSnapshots() (current, retiring []PoolSnapshot) {
 
 // retiringBackends lists the backends a reload retired that are not closed
 // yet.
-func (s *Server) retiringBackends() []*liveBackend {
-	s.retireMu.Lock()
-	defer s.retireMu.Unlock()
-	out := make([]*liveBackend, 0, len(s.retiringSet))
-	for lb := range s.retiringSet {
+func (b *backendTable) retiringBackends() []*liveBackend {
+	b.retireMu.Lock()
+	defer b.retireMu.Unlock()
+	out := make([]*liveBackend, 0, len(b.retiringSet))
+	for lb := range b.retiringSet {
 		out = append(out, lb)
 	}
 	return out
-}
-
-// txsOn counts the open transactions on lb.
-func (s *Server) txsOn(lb *liveBackend) int {
-	s.txMu.Lock()
-	defer s.txMu.Unlock()
-	n := 0
-	for _, t := range s.txs {
-		if t.live == lb {
-			n++
-		}
-	}
-	return n
 }
 
 // startBackground starts lb's change stream and catalog reader, when the
@@ -439,4 +426,14 @@ func addCounters(s *tether.PoolStats, o tether.PoolStats) {
 	s.Dials += o.Dials
 	s.DialErrors += o.DialErrors
 	s.Cancels += o.Cancels
+}
+
+// backends returns the current backends.
+func (b *backendTable) backends() []*liveBackend {
+	set := b.set.Load()
+	out := make([]*liveBackend, 0, len(set.byName))
+	for _, name := range sortedKeys(set.byName) {
+		out = append(out, set.byName[name])
+	}
+	return out
 }

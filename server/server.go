@@ -87,16 +87,6 @@ func New(cfg tether.Config, backends map[string]tether.Backend, log *slog.Logger
 	return s
 }
 
-// backends returns the current backends.
-func (s *Server) backends() []*liveBackend {
-	set := s.set.Load()
-	out := make([]*liveBackend, 0, len(set.byName))
-	for _, name := range sortedKeys(set.byName) {
-		out = append(out, set.byName[name])
-	}
-	return out
-}
-
 // Open starts the event loop, connects every backend (those driven by the
 // loop run on it), then listens. It returns an error, having closed whatever
 // it opened, if any backend cannot be reached or a listener cannot be
@@ -341,12 +331,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.stopLoop()
 	return err
-}
-
-func (s *Server) openTxs() int {
-	s.txMu.Lock()
-	defer s.txMu.Unlock()
-	return len(s.txs)
 }
 
 // waitDrained polls until nothing is in flight and no transaction is open,

@@ -377,3 +377,23 @@ func (s *Server) reapIdleTransactions() {
 		}
 	}
 }
+
+// openTxs counts the open transactions.
+func (tt *txTable) openTxs() int {
+	tt.txMu.Lock()
+	defer tt.txMu.Unlock()
+	return len(tt.txs)
+}
+
+// txsOn counts the open transactions on lb.
+func (tt *txTable) txsOn(lb *liveBackend) int {
+	tt.txMu.Lock()
+	defer tt.txMu.Unlock()
+	n := 0
+	for _, t := range tt.txs {
+		if t.live == lb {
+			n++
+		}
+	}
+	return n
+}
