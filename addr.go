@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// isLoopbackAddr reports whether a host:port listens on loopback only.
-func isLoopbackAddr(addr string) bool {
+// IsLoopbackAddr reports whether a host:port listens on loopback only.
+func IsLoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -146,6 +146,20 @@ type Result struct {
 	HTTP *HTTPResponse
 }
 
+// Namer is a backend that wants to know its name in the config, for what it
+// reports on its own (a pool's recovered panics, counted by backend).
+type Namer interface {
+	SetName(name string)
+}
+
+// Discarder is a Tx that can be given up when a panic left its connection in
+// an unknown state: it closes the connection instead of reusing it (the
+// server rolls back as the session ends, if the backend could not roll back
+// first) and frees its pool slot.
+type Discarder interface {
+	Discard()
+}
+
 // PoolStats is a snapshot of a backend's connection pool.
 type PoolStats struct {
 	Open    int   `json:"open"` // connections open, idle or in use
@@ -164,13 +178,4 @@ type PoolStats struct {
 	Dials      int64 `json:"dials"`
 	DialErrors int64 `json:"dial_errors"`
 	Cancels    int64 `json:"cancels"`
-}
-
-// addCounters adds o's counters (not its gauges) to s.
-func (s *PoolStats) addCounters(o PoolStats) {
-	s.Waiting += o.Waiting
-	s.Resets += o.Resets
-	s.Dials += o.Dials
-	s.DialErrors += o.DialErrors
-	s.Cancels += o.Cancels
 }

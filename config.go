@@ -360,7 +360,7 @@ func (c *Config) Validate() error {
 		if s.TCPToken == "" {
 			bad("server.tcp_token", `""`, "required when server.tcp_listen is set")
 		}
-		if !isLoopbackAddr(s.TCPListen) && s.TLSCert == "" {
+		if !IsLoopbackAddr(s.TCPListen) && s.TLSCert == "" {
 			bad("server.tcp_listen", s.TCPListen, "plaintext TCP is only allowed on a loopback address (set server.tls_cert and tls_key for TLS)")
 		}
 	}
@@ -386,7 +386,7 @@ func (c *Config) Validate() error {
 			bad("admin.socket_mode", c.Admin.SocketMode, "must be an octal file mode such as 0660")
 		}
 	}
-	if c.Admin.TCPListen != "" && !isLoopbackAddr(c.Admin.TCPListen) {
+	if c.Admin.TCPListen != "" && !IsLoopbackAddr(c.Admin.TCPListen) {
 		bad("admin.tcp_listen", c.Admin.TCPListen, "the admin API listens on loopback only")
 	}
 	if c.Log.SlowStatement < 0 {

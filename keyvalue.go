@@ -55,66 +55,81 @@ type KeyRequest struct {
 }
 
 // WideColumn is Bigtable's data model beyond the key API: rows of column
-// families holding timestamped cells, with atomic per-row mutations.
+// families holding timestamped cells, with atomic per-row mutations. The
+// server hands over each operation as the client sent it; the backend maps its
+// key and cell values to its own bytes (backend/bigtable: strings and bytes as
+// they are, integers as decimal row keys and 8-byte big-endian cells) and
+// refuses, with bad_request, what it cannot map.
 type WideColumn interface {
-	// ReadRows reads rows by keys or by range/prefix, with a filter.
-	ReadRows(ctx context.Context, r RowsRequest) (*Result, error)
-	// MutateRow applies mutations to one row atomically.
-	MutateRow(ctx context.Context, m RowMutation) (*Result, error)
-	// Increment adds Delta to the 64-bit big-endian counter in one cell
-	// (ReadModifyWrite) and returns the new value.
-	Increment(ctx context.Context, r IncrementRequest) (*Result, error)
-	// CheckAndMutate applies m.IfTrue when the row has a cell matching the
-	// predicate, else m.IfFalse, atomically; Result.Affected is 1 if it matched.
-	CheckAndMutate(ctx context.Context, c CheckAndMutateRequest) (*Result, error)
+	// WideColumn runs r: read_rows reads rows by keys or by range/prefix,
+	// with a filter; mutate_row applies mutations to one row atomically;
+	// increment adds Delta to the 64-bit big-endian counter in one cell
+	// (ReadModifyWrite) and returns the new value; check_and_mutate applies
+	// IfTrue when the row has a cell matching the predicate (Family,
+	// Qualifier, Value), else IfFalse, atomically, with Result.Affected 1 if
+	// it matched.
+	WideColumn(ctx context.Context, r WideColumnRequest) (*Result, error)
 }
 
-// RowsRequest selects Bigtable rows and the cells to return.
-type RowsRequest struct {
-	Table      string
-	Keys       [][]byte // read these rows; or
-	Prefix     []byte   // rows whose key starts with this; or
-	Start, End []byte   // rows from Start (inclusive) to End (exclusive)
-	Limit      int
-	Cursor     []byte
-	Families   []string // only these families; empty: all
-	Columns    []string // only these "family:qualifier" columns; empty: all
-	LatestOnly bool     // only each column's latest cell
-	MaxBytes   int
+// WideColumnOp is the operation of a WideColumnRequest.
+type WideColumnOp uint8
+
+// The wide-column operations; String gives their protocol names.
+const (
+	OpReadRows WideColumnOp = iota + 1
+	OpMutateRow
+	OpIncrement
+	OpCheckAndMutate
+)
+
+var wideColumnOpNames = [...]string{"", "read_rows", "mutate_row", "increment", "check_and_mutate"}
+
+// String returns the operation's name in the protocol.
+func (op WideColumnOp) String() string {
+	if int(op) < len(wideColumnOpNames) {
+		return wideColumnOpNames[op]
+	}
+	return "?"
 }
 
-// Mutation is one change to a Bigtable row.
-type Mutation struct {
+// WideColumnRequest is one wide-column operation, its values as the client
+// sent them (the protocol's value mapping, docs/protocol.md).
+type WideColumnRequest struct {
+	Op    WideColumnOp
+	Table string
+	// Key is the row of mutate_row, increment and check_and_mutate: one
+	// value, [row key].
+	Key []any
+	// read_rows: rows by Keys (each [row key]), or by Prefix, or from Start
+	// (inclusive) to End (exclusive) (each one value or none), at most Limit,
+	// after Cursor; only the Families and "family:qualifier" Columns named
+	// (empty: all); LatestOnly keeps each column's newest cell.
+	Keys               [][]any
+	Prefix, Start, End []any
+	Limit              int
+	Cursor             []byte
+	Families, Columns  []string
+	LatestOnly         bool
+	// increment and check_and_mutate: the cell (check_and_mutate: Family
+	// alone matches any column of the family).
+	Family, Qualifier string
+	Delta             int64 // increment
+	// Value is check_and_mutate's predicate: the latest value the cell must
+	// hold; nil: any value.
+	Value any
+	// Mutations (mutate_row), IfTrue and IfFalse (check_and_mutate).
+	Mutations, IfTrue, IfFalse []CellMutation
+	// MaxBytes, when positive, bounds the size of a result (too_large).
+	MaxBytes int
+}
+
+// CellMutation is one change to a row, as the client sent it.
+type CellMutation struct {
 	Op        string // "set", "delete_cells", "delete_family", "delete_row"
 	Family    string
 	Qualifier string
-	Value     []byte
+	Value     any   // set: a string, bytes or an integer
 	Timestamp int64 // microseconds; 0: server time for set, all cells for delete_cells
-}
-
-// RowMutation is a set of mutations applied to one row atomically.
-type RowMutation struct {
-	Table     string
-	Key       []byte
-	Mutations []Mutation
-}
-
-// IncrementRequest adds to a counter cell.
-type IncrementRequest struct {
-	Table, Family, Qualifier string
-	Key                      []byte
-	Delta                    int64
-}
-
-// CheckAndMutateRequest is a conditional row mutation. The predicate matches
-// when the row has a cell in Family:Qualifier (Family alone: any column of the
-// family) whose latest value equals Value, or, with Value nil, any value.
-type CheckAndMutateRequest struct {
-	Table             string
-	Key               []byte
-	Family, Qualifier string
-	Value             []byte
-	IfTrue, IfFalse   []Mutation
 }
 
 // Unsupported returns the error of an operation that a backend does not offer

@@ -64,19 +64,6 @@ func recordPanic(log *slog.Logger, backend, op string, v any, stack []byte) *Err
 		Message: fmt.Sprintf("%s: tetherd hit an internal error serving this request (a panic, logged with its stack); it may or may not have run", op)}
 }
 
-// safeCall runs fn, a call into a backend off any request's path (a change
-// stream, a catalog read), turning a panic in it into its error (logged with
-// the stack, counted under backend and op): the caller's retry takes it from
-// there.
-func (s *Server) safeCall(backend, op string, fn func() error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = RecoverPanic(s.log, backend, op, v)
-		}
-	}()
-	return fn()
-}
-
 // Panics returns the panics recovered in this process so far, by backend and
 // op, in a stable order. Safe from any goroutine.
 func Panics() []PanicStats {
@@ -94,7 +81,3 @@ func Panics() []PanicStats {
 	})
 	return out
 }
-
-// Panics returns the panics recovered in this process (see the function
-// Panics), for the admin API's tether_panics_total.
-func (s *Server) Panics() []PanicStats { return Panics() }

@@ -1,12 +1,38 @@
 package tether
 
-import "github.com/tether-php/tether/wire"
+import "errors"
+
+// ErrResultTooLarge is what ResultBuilder's EndRow returns when the result
+// passed its byte limit (Statement.MaxBytes).
+var ErrResultTooLarge = errors.New("result too large")
 
 // RowSink receives a statement's result value by value, as a backend decodes
-// it: see wire.RowSink. *wire.ResultEncoder is one (the reply to a client,
-// encoded straight from the database's bytes); ResultBuilder is the other (a
-// *Result, for Go callers).
-type RowSink = wire.RowSink
+// it from the database's bytes. wire's ResultEncoder is one (the reply to a
+// client, encoded straight from the database's bytes; it satisfies RowSink
+// without naming it); ResultBuilder is the other (a *Result, for Go callers).
+// Text and Bytes may be handed a buffer that is reused once they return.
+//
+// Order: Columns(n), n calls to Column, then per row BeginRow, one value
+// call per column and EndRow. EndRow returns an error only when the result
+// passed the sink's byte limit (ErrResultTooLarge, or the encoder's own
+// wire.ErrResultTooLarge): the backend then stops and answers too_large.
+type RowSink interface {
+	Columns(n int)
+	Column(name []byte)
+	BeginRow()
+	Nil()
+	Bool(v bool)
+	Int(v int64)
+	Uint(v uint64)
+	Float(v float64)
+	Text(b []byte)
+	Bytes(b []byte)
+	// DateTime takes a DATETIME or TIMESTAMP value in the protocol's ISO form,
+	// "2006-01-02T15:04:05[.ffffff]", with a trailing "Z" for a timestamp
+	// with time zone (always in UTC). The sink may rewrite b in place.
+	DateTime(b []byte)
+	EndRow() error
+}
 
 // ResultBuilder is a RowSink that builds a *Result with the protocol's value
 // mapping: strings for text, []byte for binary data.
@@ -69,12 +95,21 @@ func (b *ResultBuilder) EndRow() error {
 	b.res.Rows = append(b.res.Rows, b.row)
 	b.row = nil
 	if b.maxBytes > 0 && b.size > b.maxBytes {
-		return wire.ErrResultTooLarge
+		return ErrResultTooLarge
 	}
 	return nil
 }
 
-var (
-	_ RowSink = (*ResultBuilder)(nil)
-	_ RowSink = (*wire.ResultEncoder)(nil)
-)
+var _ RowSink = (*ResultBuilder)(nil)
+
+// ValueSize approximates the encoded size of a row value, for the backends
+// that enforce Statement.MaxBytes and KeyRequest.MaxBytes while reading rows.
+func ValueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 5
+	case []byte:
+		return len(x) + 5
+	}
+	return 9
+}

@@ -11,7 +11,7 @@
 //	POST /reload      reload the config file (tether reload); the report, or the error that left everything as it was
 //	POST /upgrade     start the tetherd binary anew and hand it the sockets (tether upgrade); answered once it serves
 //
-// Everything it shows is read when asked (tether.Server.Snapshot): a scrape
+// Everything it shows is read when asked (server.Server.Snapshot): a scrape
 // costs the requests being served nothing.
 package admin
 
@@ -32,23 +32,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/server"
 )
 
 // Source is what the admin API shows: a running tetherd.
 type Source interface {
-	Snapshot() tether.Snapshot
+	Snapshot() server.Snapshot
 }
 
 // ClientLister is a Source that can list its client connections; with one,
 // the admin API serves GET /clients.json (tether clients).
 type ClientLister interface {
-	Clients(ctx context.Context) ([]tether.ClientSnapshot, error)
+	Clients(ctx context.Context) ([]server.ClientSnapshot, error)
 }
 
 // Reloader is a Source that can reload its config (tetherd's, from its
 // file); with one, the admin API serves POST /reload.
 type Reloader interface {
-	Reload(ctx context.Context) (tether.ReloadReport, error)
+	Reload(ctx context.Context) (server.ReloadReport, error)
 }
 
 // Upgrader is a Source that can replace its process with a new one started
@@ -171,7 +172,7 @@ func Listen(cfg tether.AdminConfig, src Source) (*Listener, error) {
 
 // ListenWith is Listen with the listeners made by listen (nil: made here),
 // which may hand over those of the process this one replaces.
-func ListenWith(cfg tether.AdminConfig, src Source, listen tether.ListenFunc) (*Listener, error) {
+func ListenWith(cfg tether.AdminConfig, src Source, listen server.ListenFunc) (*Listener, error) {
 	if cfg.Socket == "" && cfg.TCPListen == "" {
 		return nil, nil
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/server"
 )
 
-type fakeSource struct{ snap tether.Snapshot }
+type fakeSource struct{ snap server.Snapshot }
 
-func (f *fakeSource) Snapshot() tether.Snapshot { return f.snap }
+func (f *fakeSource) Snapshot() server.Snapshot { return f.snap }
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
@@ -35,7 +36,7 @@ func TestReadyz(t *testing.T) {
 		{true, false, 200, "ready\n"},
 		{false, true, 503, "not ready: draining\n"},
 	} {
-		src.snap = tether.Snapshot{Ready: c.ready, Draining: c.draining}
+		src.snap = server.Snapshot{Ready: c.ready, Draining: c.draining}
 		if code, body := get(t, h, "/readyz"); code != c.code || body != c.body {
 			t.Errorf("ready %v draining %v: %d %q, want %d %q", c.ready, c.draining, code, body, c.code, c.body)
 		}
@@ -47,11 +48,11 @@ func TestReadyz(t *testing.T) {
 
 // TestMetrics: the snapshot's figures under their names, with bounded labels.
 func TestMetrics(t *testing.T) {
-	src := &fakeSource{snap: tether.Snapshot{Version: "v1.2.3", Ready: true, Clients: 7, InFlight: 3, Transactions: 2,
-		Pools: []tether.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 1, Idle: 3, Waiting: 9, Resets: 2}, CacheByTable: true}},
-		Cache: &tether.CacheSnapshot{Hits: 100, Misses: 5, Bytes: 4096, Entries: 3,
+	src := &fakeSource{snap: server.Snapshot{Version: "v1.2.3", Ready: true, Clients: 7, InFlight: 3, Transactions: 2,
+		Pools: []server.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 1, Idle: 3, Waiting: 9, Resets: 2}, CacheByTable: true}},
+		Cache: &server.CacheSnapshot{Hits: 100, Misses: 5, Bytes: 4096, Entries: 3,
 			Refused: map[string]uint64{"too_large": 1}, Invalidations: map[string]uint64{"write": 4}, Dropped: map[string]uint64{"write": 6}},
-		Requests: []tether.RequestStats{{Op: "query", Backend: "maria", Outcomes: map[string]uint64{"ok": 9, "timeout": 1}, Count: 10,
+		Requests: []server.RequestStats{{Op: "query", Backend: "maria", Outcomes: map[string]uint64{"ok": 9, "timeout": 1}, Count: 10,
 			Buckets: map[float64]uint64{0.001: 8, 1: 10}, SumSeconds: 0.5}}}}
 	_, body := get(t, Handler(src), "/metrics")
 	for _, want := range []string{
@@ -83,12 +84,12 @@ func TestMetrics(t *testing.T) {
 // TestStatusPage: the page shows the snapshot, escapes what it shows, and
 // loads nothing from elsewhere.
 func TestStatusPage(t *testing.T) {
-	src := &fakeSource{snap: tether.Snapshot{Version: "v9", Ready: true, Clients: 12,
-		Pools:        []tether.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 2}}},
-		Cache:        &tether.CacheSnapshot{Hits: 3, Misses: 1},
-		Requests:     []tether.RequestStats{{Op: "query", Backend: "maria", Count: 10, Outcomes: map[string]uint64{"ok": 8, "busy": 2}, SumSeconds: 0.01}},
-		Slowest:      []tether.Event{{Op: "query", Backend: "maria", SQL: "SELECT '<script>'", Took: 1500000000, Code: "ok"}},
-		RecentErrors: []tether.Event{{Op: "exec", Backend: "maria", Code: "busy", Message: "no connection"}}}}
+	src := &fakeSource{snap: server.Snapshot{Version: "v9", Ready: true, Clients: 12,
+		Pools:        []server.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 2}}},
+		Cache:        &server.CacheSnapshot{Hits: 3, Misses: 1},
+		Requests:     []server.RequestStats{{Op: "query", Backend: "maria", Count: 10, Outcomes: map[string]uint64{"ok": 8, "busy": 2}, SumSeconds: 0.01}},
+		Slowest:      []server.Event{{Op: "query", Backend: "maria", SQL: "SELECT '<script>'", Took: 1500000000, Code: "ok"}},
+		RecentErrors: []server.Event{{Op: "exec", Backend: "maria", Code: "busy", Message: "no connection"}}}}
 	code, body := get(t, Handler(src), "/status")
 	if code != 200 {
 		t.Fatalf("/status: %d", code)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/server"
 )
 
 // The status page (GET /status): the Snapshot at a glance, for a person with a
@@ -16,7 +16,7 @@ import (
 // reloads itself every 5 s.
 
 type pageData struct {
-	tether.Snapshot
+	server.Snapshot
 	State    string
 	Uptime   string
 	HitRate  string

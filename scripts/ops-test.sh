@@ -4,7 +4,7 @@
 # transactions all along. Not one PHP request may fail:
 #
 #  1. reloads   RELOADS times `tether reload`, each changing every pool's max_conns in the config file
-#               (tether.Server.Reload swaps the pools between two requests; the old ones drain);
+#               (server.Server.Reload swaps the pools between two requests; the old ones drain);
 #  2. upgrades  UPGRADES times `tether upgrade`: a new tetherd process starts from bin/tetherd, inherits the
 #               sockets, and the old one hands its clients over and exits (docs/operations.md);
 #  3. afterwards the PHP workers report their counts, every old tetherd process is gone, the last one still

@@ -33,7 +33,7 @@ mkdir -p "$tree/DEBIAN" "$tree/usr/bin" "$tree/lib/systemd/system" "$tree/etc/te
 	"$tree/usr/lib/tmpfiles.d"
 
 log "package-deb: building tetherd and tether $version for $arch"
-ldflags="-X github.com/tether-php/tether.buildVersion=$version"
+ldflags="-X github.com/tether-php/tether/server.buildVersion=$version"
 CGO_ENABLED=1 go build -trimpath -ldflags "$ldflags" -o "$tree/usr/bin/tetherd" ./cmd/tetherd
 CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tree/usr/bin/tether" ./cmd/tether
 install -m 0644 packaging/tetherd.service "$tree/lib/systemd/system/tetherd.service"

@@ -9,35 +9,9 @@ import (
 )
 
 // ErrResultTooLarge is returned by ResultEncoder.EndRow when the encoded
-// result passes the encoder's byte limit.
+// result passes the encoder's byte limit (the only error EndRow returns, as
+// the domain's row-sink contract, tether.RowSink, asks).
 var ErrResultTooLarge = errors.New("result too large")
-
-// RowSink receives a statement's result value by value, as a backend decodes
-// it from the database's bytes. ResultEncoder is one (the reply to a client,
-// encoded straight from the database's bytes); tether.ResultBuilder is the
-// other (a *tether.Result, for Go callers). Text and Bytes may be handed a
-// buffer that is reused once they return.
-//
-// Order: Columns(n), n calls to Column, then per row BeginRow, one value
-// call per column and EndRow. EndRow returns ErrResultTooLarge when the
-// result passed its byte limit; the backend then stops and answers too_large.
-type RowSink interface {
-	Columns(n int)
-	Column(name []byte)
-	BeginRow()
-	Nil()
-	Bool(v bool)
-	Int(v int64)
-	Uint(v uint64)
-	Float(v float64)
-	Text(b []byte)
-	Bytes(b []byte)
-	// DateTime takes a DATETIME or TIMESTAMP value in the protocol's ISO form,
-	// "2006-01-02T15:04:05[.ffffff]", with a trailing "Z" for a timestamp
-	// with time zone (always in UTC). The sink may rewrite b in place.
-	DateTime(b []byte)
-	EndRow() error
-}
 
 // ResultEncoder encodes a query's result into a reply as a backend decodes it,
 // value by value, straight from the database's bytes: no [][]any, and no
@@ -168,7 +142,7 @@ func (e *ResultEncoder) Text(b []byte) {
 // form, which PHP's mysqli, PDO and pgsql return.
 func (e *ResultEncoder) SetTimeFormat(f string) { e.sqlTimes = f == TimeFormatSQL }
 
-// DateTime appends a DATETIME or TIMESTAMP value (see RowSink.DateTime),
+// DateTime appends a DATETIME or TIMESTAMP value (see tether.RowSink.DateTime),
 // rewritten in place to "2006-01-02 15:04:05[.ffffff][+00]" under
 // TimeFormatSQL.
 func (e *ResultEncoder) DateTime(b []byte) {
@@ -179,7 +153,7 @@ func (e *ResultEncoder) DateTime(b []byte) {
 }
 
 // SQLDateTime rewrites an ISO DATETIME or TIMESTAMP value (see
-// RowSink.DateTime) in place to the databases' own text form: a space between
+// tether.RowSink.DateTime) in place to the databases' own text form: a space between
 // date and time, and "+00" for the "Z" of a UTC timestamp with time zone
 // (PostgreSQL's form). Anything else (infinity) is returned as it is.
 func SQLDateTime(b []byte) []byte {
@@ -292,5 +266,3 @@ func (e *ResultEncoder) Release(limit int) {
 		}
 	}
 }
-
-var _ RowSink = (*ResultEncoder)(nil)

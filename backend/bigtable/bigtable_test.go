@@ -132,15 +132,15 @@ func get(t testing.TB, b *bigtable.Backend, key any, cols ...string) *tether.Res
 	return r
 }
 
-func mutate(t testing.TB, b *bigtable.Backend, key string, ms ...tether.Mutation) {
+func mutate(t testing.TB, b *bigtable.Backend, key string, ms ...bigtable.Mutation) {
 	t.Helper()
-	if _, err := b.MutateRow(ctx(t), tether.RowMutation{Table: "t", Key: []byte(key), Mutations: ms}); err != nil {
+	if _, err := b.MutateRow(ctx(t), bigtable.RowMutation{Table: "t", Key: []byte(key), Mutations: ms}); err != nil {
 		t.Fatalf("mutate_row %q: %v", key, err)
 	}
 }
 
-func set(fam, qual, val string, ts int64) tether.Mutation {
-	return tether.Mutation{Op: "set", Family: fam, Qualifier: qual, Value: []byte(val), Timestamp: ts}
+func set(fam, qual, val string, ts int64) bigtable.Mutation {
+	return bigtable.Mutation{Op: "set", Family: fam, Qualifier: qual, Value: []byte(val), Timestamp: ts}
 }
 
 // rowsOf renders rows with []byte as strings, for comparison.
@@ -339,7 +339,7 @@ func TestBackend_KeyValue(t *testing.T) {
 		if n := r.Rows[0][1].([]byte); !bytes.Equal(n, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}) {
 			t.Fatalf("cf:n = %x, want 8-byte big-endian -2", n)
 		}
-		inc, err := b.Increment(ctx(t), tether.IncrementRequest{Table: "t", Key: []byte("42"), Family: "cf", Qualifier: "n", Delta: 5})
+		inc, err := b.Increment(ctx(t), bigtable.IncrementRequest{Table: "t", Key: []byte("42"), Family: "cf", Qualifier: "n", Delta: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -547,15 +547,15 @@ func TestBackend_Binary(t *testing.T) {
 	}
 
 	// The same through ReadRows and a CheckAndMutate on a binary value.
-	rr, err := b.ReadRows(ctx(t), tether.RowsRequest{Table: "t", Keys: [][]byte{key}, Columns: []string{"cf:" + qual}})
+	rr, err := b.ReadRows(ctx(t), bigtable.RowsRequest{Table: "t", Keys: [][]byte{key}, Columns: []string{"cf:" + qual}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rr.Rows) != 1 || !bytes.Equal(rr.Rows[0][2].([]byte), all) || !bytes.Equal(rr.Rows[0][4].([]byte), all) {
 		t.Fatalf("read_rows: %q", rowsOf(rr.Rows))
 	}
-	cm, err := b.CheckAndMutate(ctx(t), tether.CheckAndMutateRequest{Table: "t", Key: key, Family: "cf", Qualifier: qual, Value: all,
-		IfTrue: []tether.Mutation{set("cf", "matched", "yes", 0)}})
+	cm, err := b.CheckAndMutate(ctx(t), bigtable.CheckAndMutateRequest{Table: "t", Key: key, Family: "cf", Qualifier: qual, Value: all,
+		IfTrue: []bigtable.Mutation{set("cf", "matched", "yes", 0)}})
 	if err != nil || cm.Affected != 1 {
 		t.Fatalf("check_and_mutate on all bytes: %v, %v", cm, err)
 	}
@@ -568,7 +568,7 @@ func TestBackend_ReadRows(t *testing.T) {
 	mutate(t, b, "r3", set("meta", "m", "y", 5000))
 	long := bigtable.LongColumns
 
-	read := func(t *testing.T, r tether.RowsRequest) *tether.Result {
+	read := func(t *testing.T, r bigtable.RowsRequest) *tether.Result {
 		t.Helper()
 		r.Table = "t"
 		res, err := b.ReadRows(ctx(t), r)
@@ -579,7 +579,7 @@ func TestBackend_ReadRows(t *testing.T) {
 	}
 
 	t.Run("AllCells", func(t *testing.T) {
-		wantResult(t, read(t, tether.RowsRequest{Keys: [][]byte{[]byte("r1")}}), long, [][]any{
+		wantResult(t, read(t, bigtable.RowsRequest{Keys: [][]byte{[]byte("r1")}}), long, [][]any{
 			{"r1", "cf", "a", int64(2000), "a2"},
 			{"r1", "cf", "a", int64(1000), "a1"},
 			{"r1", "cf", "b", int64(1000), "b1"},
@@ -588,25 +588,25 @@ func TestBackend_ReadRows(t *testing.T) {
 	})
 
 	t.Run("LatestOnly", func(t *testing.T) {
-		wantResult(t, read(t, tether.RowsRequest{Keys: [][]byte{[]byte("r1")}, LatestOnly: true, Columns: []string{"cf:a"}}), long, [][]any{
+		wantResult(t, read(t, bigtable.RowsRequest{Keys: [][]byte{[]byte("r1")}, LatestOnly: true, Columns: []string{"cf:a"}}), long, [][]any{
 			{"r1", "cf", "a", int64(2000), "a2"},
 		})
 	})
 
 	t.Run("Families", func(t *testing.T) {
-		wantResult(t, read(t, tether.RowsRequest{Prefix: []byte("r"), Families: []string{"meta"}}), long, [][]any{
+		wantResult(t, read(t, bigtable.RowsRequest{Prefix: []byte("r"), Families: []string{"meta"}}), long, [][]any{
 			{"r1", "meta", "m", int64(3000), "m1"},
 			{"r3", "meta", "m", int64(5000), "y"},
 		})
 		// Families and columns: their union.
-		wantResult(t, read(t, tether.RowsRequest{Keys: [][]byte{[]byte("r1")}, Families: []string{"meta"}, Columns: []string{"cf:b"}}), long, [][]any{
+		wantResult(t, read(t, bigtable.RowsRequest{Keys: [][]byte{[]byte("r1")}, Families: []string{"meta"}, Columns: []string{"cf:b"}}), long, [][]any{
 			{"r1", "cf", "b", int64(1000), "b1"},
 			{"r1", "meta", "m", int64(3000), "m1"},
 		})
 	})
 
 	t.Run("KeysInKeyOrder", func(t *testing.T) {
-		res := read(t, tether.RowsRequest{Keys: [][]byte{[]byte("r3"), []byte("nope"), []byte("r2")}})
+		res := read(t, bigtable.RowsRequest{Keys: [][]byte{[]byte("r3"), []byte("nope"), []byte("r2")}})
 		wantResult(t, res, long, [][]any{
 			{"r2", "cf", "a", int64(5000), "x"},
 			{"r3", "meta", "m", int64(5000), "y"},
@@ -617,7 +617,7 @@ func TestBackend_ReadRows(t *testing.T) {
 	})
 
 	t.Run("Paged", func(t *testing.T) {
-		res := read(t, tether.RowsRequest{Start: []byte("r1"), End: []byte("r9"), Limit: 2, LatestOnly: true})
+		res := read(t, bigtable.RowsRequest{Start: []byte("r1"), End: []byte("r9"), Limit: 2, LatestOnly: true})
 		wantResult(t, res, long, [][]any{
 			{"r1", "cf", "a", int64(2000), "a2"},
 			{"r1", "cf", "b", int64(1000), "b1"},
@@ -627,22 +627,22 @@ func TestBackend_ReadRows(t *testing.T) {
 		if res.Cursor == nil {
 			t.Fatal("no cursor on a full page")
 		}
-		res = read(t, tether.RowsRequest{Start: []byte("r1"), End: []byte("r9"), Limit: 2, Cursor: res.Cursor})
+		res = read(t, bigtable.RowsRequest{Start: []byte("r1"), End: []byte("r9"), Limit: 2, Cursor: res.Cursor})
 		wantResult(t, res, long, [][]any{{"r3", "meta", "m", int64(5000), "y"}})
 		if res.Cursor != nil {
 			t.Fatalf("cursor %q on the last page", res.Cursor)
 		}
 		// By keys, with a cursor.
-		res = read(t, tether.RowsRequest{Keys: [][]byte{[]byte("r1"), []byte("r2"), []byte("r3")}, Limit: 1, Families: []string{"meta"}})
+		res = read(t, bigtable.RowsRequest{Keys: [][]byte{[]byte("r1"), []byte("r2"), []byte("r3")}, Limit: 1, Families: []string{"meta"}})
 		if len(res.Rows) != 1 || res.Cursor == nil {
 			t.Fatalf("keys page 1: %q cursor %q", rowsOf(res.Rows), res.Cursor)
 		}
-		res = read(t, tether.RowsRequest{Keys: [][]byte{[]byte("r1"), []byte("r2"), []byte("r3")}, Limit: 1, Families: []string{"meta"}, Cursor: res.Cursor})
+		res = read(t, bigtable.RowsRequest{Keys: [][]byte{[]byte("r1"), []byte("r2"), []byte("r3")}, Limit: 1, Families: []string{"meta"}, Cursor: res.Cursor})
 		wantResult(t, res, long, [][]any{{"r3", "meta", "m", int64(5000), "y"}})
 	})
 
 	t.Run("Empty", func(t *testing.T) {
-		wantResult(t, read(t, tether.RowsRequest{Prefix: []byte("zz")}), long, [][]any{})
+		wantResult(t, read(t, bigtable.RowsRequest{Prefix: []byte("zz")}), long, [][]any{})
 	})
 }
 
@@ -650,7 +650,7 @@ func TestBackend_MutateRow(t *testing.T) {
 	b := setup(t)
 	cells := func(t *testing.T, key string) [][]any {
 		t.Helper()
-		res, err := b.ReadRows(ctx(t), tether.RowsRequest{Table: "t", Keys: [][]byte{[]byte(key)}})
+		res, err := b.ReadRows(ctx(t), bigtable.RowsRequest{Table: "t", Keys: [][]byte{[]byte(key)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -659,7 +659,7 @@ func TestBackend_MutateRow(t *testing.T) {
 	mutate(t, b, "k", set("cf", "a", "1", 1000), set("cf", "a", "2", 2000), set("cf", "b", "3", 1000), set("meta", "m", "4", 1000))
 
 	t.Run("DeleteCellsAt", func(t *testing.T) {
-		mutate(t, b, "k", tether.Mutation{Op: "delete_cells", Family: "cf", Qualifier: "a", Timestamp: 2000})
+		mutate(t, b, "k", bigtable.Mutation{Op: "delete_cells", Family: "cf", Qualifier: "a", Timestamp: 2000})
 		want := [][]any{{"k", "cf", "a", int64(1000), "1"}, {"k", "cf", "b", int64(1000), "3"}, {"k", "meta", "m", int64(1000), "4"}}
 		if got := cells(t, "k"); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %q", got)
@@ -667,7 +667,7 @@ func TestBackend_MutateRow(t *testing.T) {
 	})
 
 	t.Run("DeleteCells", func(t *testing.T) {
-		mutate(t, b, "k", set("cf", "a", "5", 3000), tether.Mutation{Op: "delete_cells", Family: "cf", Qualifier: "a"})
+		mutate(t, b, "k", set("cf", "a", "5", 3000), bigtable.Mutation{Op: "delete_cells", Family: "cf", Qualifier: "a"})
 		want := [][]any{{"k", "cf", "b", int64(1000), "3"}, {"k", "meta", "m", int64(1000), "4"}}
 		if got := cells(t, "k"); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %q", got)
@@ -675,7 +675,7 @@ func TestBackend_MutateRow(t *testing.T) {
 	})
 
 	t.Run("DeleteFamily", func(t *testing.T) {
-		mutate(t, b, "k", tether.Mutation{Op: "delete_family", Family: "cf"})
+		mutate(t, b, "k", bigtable.Mutation{Op: "delete_family", Family: "cf"})
 		want := [][]any{{"k", "meta", "m", int64(1000), "4"}}
 		if got := cells(t, "k"); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %q", got)
@@ -683,7 +683,7 @@ func TestBackend_MutateRow(t *testing.T) {
 	})
 
 	t.Run("DeleteRowThenSet", func(t *testing.T) {
-		mutate(t, b, "k", tether.Mutation{Op: "delete_row"}, set("cf", "z", "9", 7000))
+		mutate(t, b, "k", bigtable.Mutation{Op: "delete_row"}, set("cf", "z", "9", 7000))
 		want := [][]any{{"k", "cf", "z", int64(7000), "9"}}
 		if got := cells(t, "k"); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %q", got)
@@ -710,7 +710,7 @@ func TestBackend_MutateRow(t *testing.T) {
 	t.Run("UnknownFamily", func(t *testing.T) {
 		// Cloud Bigtable applies none of a failed mutation; the emulator
 		// applies those before the bad one, so this checks only the error.
-		_, err := b.MutateRow(ctx(t), tether.RowMutation{Table: "t", Key: []byte("atom"), Mutations: []tether.Mutation{
+		_, err := b.MutateRow(ctx(t), bigtable.RowMutation{Table: "t", Key: []byte("atom"), Mutations: []bigtable.Mutation{
 			set("cf", "a", "1", 0), set("nofamily", "b", "2", 0)}})
 		if code(err) != tether.CodeBackendError {
 			t.Fatalf("unknown family: %v", err)
@@ -721,7 +721,7 @@ func TestBackend_MutateRow(t *testing.T) {
 func TestBackend_Increment(t *testing.T) {
 	b := setup(t)
 	inc := func(key string, d int64) (*tether.Result, error) {
-		return b.Increment(ctx(t), tether.IncrementRequest{Table: "t", Key: []byte(key), Family: "cf", Qualifier: "n", Delta: d})
+		return b.Increment(ctx(t), bigtable.IncrementRequest{Table: "t", Key: []byte(key), Family: "cf", Qualifier: "n", Delta: d})
 	}
 	r, err := inc("c", 5)
 	if err != nil {
@@ -754,7 +754,7 @@ func TestBackend_Increment(t *testing.T) {
 	if _, err := inc("text", 1); code(err) != tether.CodeBackendError {
 		t.Fatalf("increment of text: %v", err)
 	}
-	_, err = b.Increment(ctx(t), tether.IncrementRequest{Table: "t", Key: []byte("c"), Family: "nofamily", Qualifier: "n", Delta: 1})
+	_, err = b.Increment(ctx(t), bigtable.IncrementRequest{Table: "t", Key: []byte("c"), Family: "nofamily", Qualifier: "n", Delta: 1})
 	if code(err) != tether.CodeBackendError {
 		t.Fatalf("increment in an unknown family: %v", err)
 	}
@@ -763,7 +763,7 @@ func TestBackend_Increment(t *testing.T) {
 func TestBackend_CheckAndMutate(t *testing.T) {
 	b := setup(t)
 	put(t, b, map[string]any{"key": "lock", "cf:owner": "ada"})
-	cam := func(c tether.CheckAndMutateRequest) int64 {
+	cam := func(c bigtable.CheckAndMutateRequest) int64 {
 		t.Helper()
 		c.Table = "t"
 		if c.Key == nil {
@@ -785,37 +785,37 @@ func TestBackend_CheckAndMutate(t *testing.T) {
 	}
 
 	// Compare and set: only the owner may hand over.
-	if n := cam(tether.CheckAndMutateRequest{Family: "cf", Qualifier: "owner", Value: []byte("bob"),
-		IfTrue: []tether.Mutation{set("cf", "owner", "eve", 0)}}); n != 0 || value("lock", "cf:owner") != "ada" {
+	if n := cam(bigtable.CheckAndMutateRequest{Family: "cf", Qualifier: "owner", Value: []byte("bob"),
+		IfTrue: []bigtable.Mutation{set("cf", "owner", "eve", 0)}}); n != 0 || value("lock", "cf:owner") != "ada" {
 		t.Fatalf("wrong value matched: %d, %v", n, value("lock", "cf:owner"))
 	}
-	if n := cam(tether.CheckAndMutateRequest{Family: "cf", Qualifier: "owner", Value: []byte("ada"),
-		IfTrue: []tether.Mutation{set("cf", "owner", "bob", 0)}}); n != 1 || value("lock", "cf:owner") != "bob" {
+	if n := cam(bigtable.CheckAndMutateRequest{Family: "cf", Qualifier: "owner", Value: []byte("ada"),
+		IfTrue: []bigtable.Mutation{set("cf", "owner", "bob", 0)}}); n != 1 || value("lock", "cf:owner") != "bob" {
 		t.Fatalf("value did not match: %d, %v", n, value("lock", "cf:owner"))
 	}
 	// Only the latest cell counts: "ada" is still an older cell.
-	if n := cam(tether.CheckAndMutateRequest{Family: "cf", Qualifier: "owner", Value: []byte("ada"),
-		IfFalse: []tether.Mutation{set("cf", "x", "1", 0)}}); n != 0 || value("lock", "cf:x") != "1" {
+	if n := cam(bigtable.CheckAndMutateRequest{Family: "cf", Qualifier: "owner", Value: []byte("ada"),
+		IfFalse: []bigtable.Mutation{set("cf", "x", "1", 0)}}); n != 0 || value("lock", "cf:x") != "1" {
 		t.Fatal("an older cell matched")
 	}
 	// Any value; IfFalse when the column is missing (insert if absent).
-	if n := cam(tether.CheckAndMutateRequest{Key: []byte("new"), Family: "cf", Qualifier: "owner",
-		IfFalse: []tether.Mutation{set("cf", "owner", "first", 0)}}); n != 0 || value("new", "cf:owner") != "first" {
+	if n := cam(bigtable.CheckAndMutateRequest{Key: []byte("new"), Family: "cf", Qualifier: "owner",
+		IfFalse: []bigtable.Mutation{set("cf", "owner", "first", 0)}}); n != 0 || value("new", "cf:owner") != "first" {
 		t.Fatalf("insert if absent: %d, %v", n, value("new", "cf:owner"))
 	}
-	if n := cam(tether.CheckAndMutateRequest{Key: []byte("new"), Family: "cf", Qualifier: "owner",
-		IfFalse: []tether.Mutation{set("cf", "owner", "second", 0)}}); n != 1 || value("new", "cf:owner") != "first" {
+	if n := cam(bigtable.CheckAndMutateRequest{Key: []byte("new"), Family: "cf", Qualifier: "owner",
+		IfFalse: []bigtable.Mutation{set("cf", "owner", "second", 0)}}); n != 1 || value("new", "cf:owner") != "first" {
 		t.Fatalf("insert if absent, again: %d, %v", n, value("new", "cf:owner"))
 	}
 	// Family alone: any column of it.
-	if n := cam(tether.CheckAndMutateRequest{Family: "meta", IfTrue: []tether.Mutation{{Op: "delete_row"}}}); n != 0 {
+	if n := cam(bigtable.CheckAndMutateRequest{Family: "meta", IfTrue: []bigtable.Mutation{{Op: "delete_row"}}}); n != 0 {
 		t.Fatal("an empty family matched")
 	}
-	if n := cam(tether.CheckAndMutateRequest{Family: "cf", Value: []byte("1"), IfTrue: []tether.Mutation{{Op: "delete_row"}}}); n != 1 || value("lock", "cf:owner") != "<no row>" {
+	if n := cam(bigtable.CheckAndMutateRequest{Family: "cf", Value: []byte("1"), IfTrue: []bigtable.Mutation{{Op: "delete_row"}}}); n != 1 || value("lock", "cf:owner") != "<no row>" {
 		t.Fatalf("family and value: %d, %v", n, value("lock", "cf:owner"))
 	}
 
-	_, err := b.CheckAndMutate(ctx(t), tether.CheckAndMutateRequest{Table: "t", Key: []byte("k"), Family: "cf"})
+	_, err := b.CheckAndMutate(ctx(t), bigtable.CheckAndMutateRequest{Table: "t", Key: []byte("k"), Family: "cf"})
 	if code(err) != tether.CodeBadRequest {
 		t.Fatalf("no mutations: %v", err)
 	}
@@ -898,20 +898,20 @@ func TestBackend_BadInput(t *testing.T) {
 			return err
 		}},
 		{"MutateTooLarge", tether.CodeTooLarge, func() error {
-			_, err := b.MutateRow(c, tether.RowMutation{Table: "t", Key: []byte("k"), Mutations: []tether.Mutation{
+			_, err := b.MutateRow(c, bigtable.RowMutation{Table: "t", Key: []byte("k"), Mutations: []bigtable.Mutation{
 				set("cf", "a", big[:bigtable.MaxMutationBytes/2], 0), set("cf", "b", big[:bigtable.MaxMutationBytes/2], 0)}})
 			return err
 		}},
 		{"MutateNothing", tether.CodeBadRequest, func() error {
-			_, err := b.MutateRow(c, tether.RowMutation{Table: "t", Key: []byte("k")})
+			_, err := b.MutateRow(c, bigtable.RowMutation{Table: "t", Key: []byte("k")})
 			return err
 		}},
 		{"MutateBadOp", tether.CodeBadRequest, func() error {
-			_, err := b.MutateRow(c, tether.RowMutation{Table: "t", Key: []byte("k"), Mutations: []tether.Mutation{{Op: "drop", Family: "cf"}}})
+			_, err := b.MutateRow(c, bigtable.RowMutation{Table: "t", Key: []byte("k"), Mutations: []bigtable.Mutation{{Op: "drop", Family: "cf"}}})
 			return err
 		}},
 		{"MutateNegativeTimestamp", tether.CodeBadRequest, func() error {
-			_, err := b.MutateRow(c, tether.RowMutation{Table: "t", Key: []byte("k"), Mutations: []tether.Mutation{set("cf", "a", "v", -5)}})
+			_, err := b.MutateRow(c, bigtable.RowMutation{Table: "t", Key: []byte("k"), Mutations: []bigtable.Mutation{set("cf", "a", "v", -5)}})
 			return err
 		}},
 		{"ProjectionBadFamily", tether.CodeBadRequest, func() error {
@@ -927,7 +927,7 @@ func TestBackend_BadInput(t *testing.T) {
 			return err
 		}},
 		{"ForgedReadRowsCursor", tether.CodeBadRequest, func() error {
-			_, err := b.ReadRows(c, tether.RowsRequest{Table: "t", Cursor: []byte("k")})
+			_, err := b.ReadRows(c, bigtable.RowsRequest{Table: "t", Cursor: []byte("k")})
 			return err
 		}},
 		{"LimitTooLarge", tether.CodeBadRequest, func() error {
@@ -935,11 +935,11 @@ func TestBackend_BadInput(t *testing.T) {
 			return err
 		}},
 		{"ReadRowsBadFamily", tether.CodeBadRequest, func() error {
-			_, err := b.ReadRows(c, tether.RowsRequest{Table: "t", Families: []string{"a:b"}})
+			_, err := b.ReadRows(c, bigtable.RowsRequest{Table: "t", Families: []string{"a:b"}})
 			return err
 		}},
 		{"ReadRowsUnknownTable", tether.CodeUnknownTable, func() error {
-			_, err := b.ReadRows(c, tether.RowsRequest{Table: "nosuch"})
+			_, err := b.ReadRows(c, bigtable.RowsRequest{Table: "nosuch"})
 			return err
 		}},
 		{"ResultTooLarge", tether.CodeTooLarge, func() error {
@@ -952,11 +952,11 @@ func TestBackend_BadInput(t *testing.T) {
 			return err
 		}},
 		{"ReadRowsTooLarge", tether.CodeTooLarge, func() error {
-			_, err := b.ReadRows(c, tether.RowsRequest{Table: "t", MaxBytes: 1024})
+			_, err := b.ReadRows(c, bigtable.RowsRequest{Table: "t", MaxBytes: 1024})
 			return err
 		}},
 		{"ReadRowsKeysAndRange", tether.CodeBadRequest, func() error {
-			_, err := b.ReadRows(c, tether.RowsRequest{Table: "t", Keys: [][]byte{[]byte("a")}, Prefix: []byte("a")})
+			_, err := b.ReadRows(c, bigtable.RowsRequest{Table: "t", Keys: [][]byte{[]byte("a")}, Prefix: []byte("a")})
 			return err
 		}},
 	} {
@@ -1008,7 +1008,7 @@ func TestBackend_DownAndBack(t *testing.T) {
 		}, true},
 		{"Delete", func() error { _, err := b.Delete(ctx(t), tether.KeyRequest{Table: "t", Key: []any{"k"}}); return err }, true},
 		{"Increment", func() error {
-			_, err := b.Increment(ctx(t), tether.IncrementRequest{Table: "t", Key: []byte("k"), Family: "cf", Qualifier: "n", Delta: 1})
+			_, err := b.Increment(ctx(t), bigtable.IncrementRequest{Table: "t", Key: []byte("k"), Family: "cf", Qualifier: "n", Delta: 1})
 			return err
 		}, false},
 	} {

@@ -370,10 +370,10 @@ func splitColumn(col string) (family, qualifier string, err error) {
 	return family, qualifier, nil
 }
 
-// cellValue encodes a put value as tether.CellValue does, naming the column
+// cellValue encodes a put value as CellValue does, naming the column
 // in the error.
 func cellValue(col string, v any) ([]byte, error) {
-	b, err := tether.CellValue(v)
+	b, err := CellValue(v)
 	if err != nil {
 		return nil, badRequest("column %q: %v", col, err)
 	}

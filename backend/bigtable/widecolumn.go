@@ -25,7 +25,7 @@ var LongColumns = []string{"key", "family", "qualifier", "timestamp", "value"}
 // ("family:qualifier") select cells (their union; all cells when both are
 // empty); r.LatestOnly keeps each column's newest cell. Result.Cursor is set
 // when more rows follow. Safe to retry.
-func (b *Backend) ReadRows(ctx context.Context, r tether.RowsRequest) (*tether.Result, error) {
+func (b *Backend) ReadRows(ctx context.Context, r RowsRequest) (*tether.Result, error) {
 	after, err := decodeCursor(r.Cursor)
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func cellFilter(families, columns []string, latest bool) (bigtable.Filter, error
 // MutateRow applies m.Mutations to one row atomically. Result.Affected is 1.
 // Safe to retry: sets at the server's time write the same values again, as
 // newer cells; deletes are idempotent.
-func (b *Backend) MutateRow(ctx context.Context, m tether.RowMutation) (*tether.Result, error) {
+func (b *Backend) MutateRow(ctx context.Context, m RowMutation) (*tether.Result, error) {
 	if err := checkKey(string(m.Key)); err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (b *Backend) MutateRow(ctx context.Context, m tether.RowMutation) (*tether.
 // sub-millisecond part is dropped. A set with timestamp 0 takes the server's
 // time; a delete_cells with timestamp 0 deletes every cell of the column,
 // with a timestamp only the cell at that millisecond.
-func mutation(field string, ms []tether.Mutation, size int) (*bigtable.Mutation, error) {
+func mutation(field string, ms []Mutation, size int) (*bigtable.Mutation, error) {
 	mut := bigtable.NewMutation()
 	for i, m := range ms {
 		where := field + "[" + strconv.Itoa(i) + "] (" + m.Op + ")"
@@ -237,7 +237,7 @@ var IncrementColumns = []string{"key", "family", "qualifier", "value"}
 // missing cell counts as 0) with ReadModifyWrite, and returns the new value
 // as an int64 in one row of IncrementColumns. A cell holding anything but 8
 // bytes is a backend_error. Not safe to retry: a repeat adds again.
-func (b *Backend) Increment(ctx context.Context, r tether.IncrementRequest) (*tether.Result, error) {
+func (b *Backend) Increment(ctx context.Context, r IncrementRequest) (*tether.Result, error) {
 	if err := checkKey(string(r.Key)); err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (b *Backend) Increment(ctx context.Context, r tether.IncrementRequest) (*te
 // c.Value (any value when nil), else c.IfFalse, atomically.
 // Result.Affected is 1 if the predicate matched. Not safe to retry: the first
 // run may have changed what the predicate sees.
-func (b *Backend) CheckAndMutate(ctx context.Context, cm tether.CheckAndMutateRequest) (*tether.Result, error) {
+func (b *Backend) CheckAndMutate(ctx context.Context, cm CheckAndMutateRequest) (*tether.Result, error) {
 	if err := checkKey(string(cm.Key)); err != nil {
 		return nil, err
 	}

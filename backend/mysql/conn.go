@@ -17,7 +17,6 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/evloop"
-	"github.com/tether-php/tether/wire"
 )
 
 // conn is one MySQL server connection driven by the event loop: it writes
@@ -684,7 +683,7 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 				c.fail(err)
 				return
 			}
-			if err := r.Sink.EndRow(); errors.Is(err, wire.ErrResultTooLarge) {
+			if err := r.Sink.EndRow(); err != nil { // the result passed max_result_bytes (tether.RowSink)
 				rs.err = &tether.Error{Code: tether.CodeTooLarge, Err: err, Message: "mysql: result is over max_result_bytes"}
 			}
 		case e.kind == expCollation:

@@ -18,7 +18,6 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/evloop"
-	"github.com/tether-php/tether/wire"
 )
 
 // conn is one PostgreSQL server connection driven by the event loop, in the
@@ -733,7 +732,7 @@ func (c *conn) decodeRow(r *sqlpool.Request, st *stmt, b []byte) error {
 		}
 		pos += int(l)
 	}
-	if err := r.Sink.EndRow(); errors.Is(err, wire.ErrResultTooLarge) {
+	if err := r.Sink.EndRow(); err != nil { // the result passed max_result_bytes (tether.RowSink)
 		r.Err = &tether.Error{Code: tether.CodeTooLarge, Err: err, Message: "postgres: result is over max_result_bytes"}
 	}
 	return nil

@@ -50,7 +50,6 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
-	"github.com/tether-php/tether/backend/loopsql"
 	"github.com/tether-php/tether/internal/evloop"
 	"github.com/tether-php/tether/internal/fault"
 )
@@ -146,7 +145,7 @@ type Pool struct {
 	closeBegun  chan struct{} // closed when Close begins: terminations stop retrying
 }
 
-var _ loopsql.Backend = (*Pool)(nil)
+var _ Backend = (*Pool)(nil)
 
 // Conn is the pool's side of one server connection.
 type Conn struct {
@@ -408,7 +407,7 @@ func (p *Pool) takeIdle(cl *Client) *Conn {
 	}
 	i := len(p.idle) - 1
 	for j := i; j >= 0; j-- {
-		if loopsql.Equal(p.idle[j].profile, want) {
+		if Equal(p.idle[j].profile, want) {
 			i = j
 			break
 		}
@@ -611,7 +610,7 @@ func (c *Conn) run(r *Request) {
 	if r.Client != nil {
 		want = r.Client.Profile
 	}
-	if r.Tx == nil && !loopsql.Equal(c.profile, want) {
+	if r.Tx == nil && !Equal(c.profile, want) {
 		// Not pipelined: the statement must not run if the settings could
 		// not be applied.
 		c.next = r

@@ -1,31 +1,190 @@
 package sqlpool
 
-import "github.com/tether-php/tether/backend/loopsql"
+// The contract between tetherd's server and the SQL backends whose server
+// connections its event loop drives (backend/mysql and backend/postgres,
+// through this package's Pool): the Request a client's frame becomes, its
+// outcome, and the server's own report on the session after it. The server
+// imports this package for it; the protocols fill it in.
 
-// The request contract lives in backend/loopsql, which the server imports
-// too; these aliases keep the pool's and the protocols' code short.
-type (
-	Request = loopsql.Request
-	Kind    = loopsql.Kind
-	Report  = loopsql.Report
-	Setting = loopsql.Setting
-	Profile = loopsql.Profile
-	Client  = loopsql.Client
-	Tx      = loopsql.Tx
-	Diff    = loopsql.Diff
+import (
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/internal/evloop"
 )
 
-// The kinds of request (loopsql).
+// Kind is what a Request asks of a server connection.
+type Kind uint8
+
+// The kinds of request. The first five come from clients; the rest are the
+// pool's own housekeeping, sent on a connection before or after a client's.
 const (
-	KindQuery    = loopsql.KindQuery
-	KindExec     = loopsql.KindExec
-	KindBegin    = loopsql.KindBegin
-	KindCommit   = loopsql.KindCommit
-	KindRollback = loopsql.KindRollback
-	KindApply    = loopsql.KindApply
-	KindReset    = loopsql.KindReset
-	KindProbe    = loopsql.KindProbe
+	KindQuery    Kind = iota + 1 // a statement that returns rows, into Sink
+	KindExec                     // a statement for its effect: Affected, InsertID
+	KindBegin                    // start a transaction; the connection is pinned to it
+	KindCommit                   // commit the request's Tx and unpin
+	KindRollback                 // roll back the request's Tx and unpin
+	KindApply                    // bring the session's settings to Profile (from the connection's)
+	KindReset                    // clear every session state and restore the pool's baseline
+	KindProbe                    // a no-op that absorbs a cancel that came late
 )
 
-// DiffProfiles returns what takes a session with settings from to settings to.
-func DiffProfiles(from, to *Profile) Diff { return loopsql.DiffProfiles(from, to) }
+var kindNames = [...]string{"", "query", "exec", "begin", "commit", "rollback", "apply settings", "reset", "probe"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "?"
+}
+
+// Request is one unit of work for a pool: a client's statement, a transaction
+// boundary, or the pool's own housekeeping. The pool and the protocol fill in
+// its outcome and call Done once, on the loop goroutine.
+type Request struct {
+	Kind   Kind
+	SQL    string
+	Params []any          // nil, bool, int64, uint64, float64, string, []byte
+	Sink   tether.RowSink // KindQuery: where the rows go
+	// Client is the pooled session of the client that sent it (nil: a
+	// client with the baseline settings and nothing else, as Go callers are).
+	Client *Client
+	// Tx is the transaction a statement, commit or rollback runs in.
+	Tx *Tx
+	// Deadline, when not zero, bounds the request: waiting for a
+	// connection and running. A statement still running then is cancelled
+	// on the server.
+	Deadline time.Time
+	// Group ties the requests of one batch together: they may be
+	// pipelined on one connection, one after the other.
+	Group any
+	// Done is called once, on the loop goroutine, with the outcome set.
+	Done func(*Request)
+	// Owner is the submitter's own state, for Done (the pool does not
+	// touch it): a Done that is a plain function, not a closure, and a
+	// Request reused, keep allocations off the path every statement takes.
+	Owner any
+
+	// Outcome.
+	Err      error
+	Affected int64
+	InsertID int64
+	// NewTx is the transaction a successful KindBegin started.
+	NewTx *Tx
+
+	// Set by the protocol when it completes a request: what the server said
+	// about the session after it (nil when it said nothing).
+	Report *Report
+	// Profile is the settings KindApply brings the session to.
+	Profile *Profile
+
+	// State is the pool's bookkeeping of the request: only the pool
+	// touches it.
+	State State
+}
+
+// State is a pool's bookkeeping of one request.
+type State struct {
+	Queued    time.Time // when it entered the wait queue
+	Sent      time.Time // when it was sent, if others were waiting then (to learn what statements cost)
+	Conn      any       // the pool's connection it was sent on
+	Abandoned bool      // answered already (deadline, client gone); its answer is dropped
+	Finished  bool      // Done has been called
+}
+
+// Report is the server's own word on a session after a request: what it
+// reported (MySQL's OK packet status and session tracker, PostgreSQL's
+// ReadyForQuery and ParameterStatus) and, where the server does not report a
+// kind of state on its own, what the protocol asked it (see the drivers).
+type Report struct {
+	// InTx: a transaction is open on the session.
+	InTx bool
+	// Settings are the pooled session variables the request changed, with
+	// the values the server now has; with Snapshot, every pooled variable
+	// the session has set (a variable not listed is at its default).
+	Settings []Setting
+	Snapshot bool
+	// Unpooled, when not empty, names session state the request created that
+	// cannot follow the client to another connection (a temporary table, a
+	// user variable, a variable not on the pooled list, a lock...): the
+	// connection must be reset before anyone else uses it.
+	Unpooled string
+	// Locked: the session holds table locks (MySQL LOCK TABLES).
+	Locked bool
+	// AutocommitOff: the session's autocommit is off (MySQL SET autocommit =
+	// 0), so every later statement would open a transaction.
+	AutocommitOff bool
+}
+
+// SetUnpooled records why the session must be reset; the first reason wins.
+func (r *Report) SetUnpooled(why string) {
+	if r.Unpooled == "" {
+		r.Unpooled = why
+	}
+}
+
+// AddUnpooled records session state that cannot be pooled on the request's
+// report, creating the report if needed. For the protocols.
+func (r *Request) AddUnpooled(why string) {
+	if r.Report == nil {
+		r.Report = &Report{}
+	}
+	r.Report.SetUnpooled(why)
+}
+
+// Client is one client's pooled session on a backend: the session settings
+// it set, which follow it to whichever connection runs its next statement.
+// The server keeps one per client connection and backend. Its fields are
+// touched only on the loop goroutine.
+type Client struct {
+	Profile *Profile
+}
+
+// Tx is a transaction pinned to one server connection: the server keeps it
+// and names it in the requests that run in it; the pool fills it in.
+type Tx struct {
+	Conn   any // the pool's connection, nil once the transaction is over
+	Client *Client
+	// Ended says why the transaction is over, once it is.
+	Ended error
+	// EndedBy, when not empty, is the statement that the server reports
+	// ended the transaction on its session while tetherd held it open (COMMIT
+	// or ROLLBACK sent as SQL, a statement that commits implicitly): later
+	// statements ran each in its own transaction, and the transaction's commit
+	// or rollback is answered with an error that says so.
+	EndedBy string
+}
+
+// Over reports whether the transaction has ended, and why.
+func (t *Tx) Over() (bool, error) { return t.Conn == nil, t.Ended }
+
+// Backend is what the server needs of a SQL backend whose connections its
+// event loop drives (backend/sqlpool's Pool, in backend/mysql and
+// backend/postgres). UseLoop is called before Open; every other method only on
+// the loop goroutine.
+type Backend interface {
+	// UseLoop makes the backend run on the server's loop.
+	UseLoop(l *evloop.Loop)
+	// Submit runs r; r.Done is called once, on the loop goroutine.
+	Submit(r *Request)
+	// Abandon answers r with err now, if it has not been answered, and
+	// cancels on the server what it still runs there.
+	Abandon(r *Request, err error)
+	// CancelClient gives up every request of a client that went away.
+	CancelClient(c *Client, err error)
+	// AbortTx rolls tx back on tetherd's initiative (client gone, idle too
+	// long, shutdown), cancelling a statement of it that still runs.
+	AbortTx(tx *Tx, why string)
+}
+
+// CheckNoPaging refuses limit and cursor (Statement.PageSize and Cursor) on
+// a statement to a SQL backend of type typ: SQL pages with LIMIT, or with
+// the key API's scan; limit and cursor are for backends that page
+// (Cassandra). The server calls it for the requests it submits to a Pool,
+// which carry no paging.
+func CheckNoPaging(typ string, pageSize int, cursor []byte) *tether.Error {
+	if pageSize != 0 || cursor != nil {
+		return tether.Errorf(tether.CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", typ)
+	}
+	return nil
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/server"
 	"github.com/tether-php/tether/wire"
 )
 
@@ -260,7 +261,7 @@ func (m *Main) upgrade(ctx context.Context, socket string, asJSON bool) error {
 	}
 	// The admin socket is the new process's now (the old one stops
 	// accepting on it a moment after its answer).
-	var snap tether.Snapshot
+	var snap server.Snapshot
 	for {
 		snap, _, err = fetchStatus(ctx, socket)
 		if err != nil {
@@ -293,7 +294,7 @@ func (m *Main) reload(ctx context.Context, socket string, asJSON bool) error {
 		_, err := m.Stdout.Write(b)
 		return err
 	}
-	var rep tether.ReloadReport
+	var rep server.ReloadReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return fmt.Errorf("/reload: %w", err)
 	}
@@ -311,8 +312,8 @@ func (m *Main) reload(ctx context.Context, socket string, asJSON bool) error {
 	return tw.Flush()
 }
 
-func fetchStatus(ctx context.Context, socket string) (tether.Snapshot, []byte, error) {
-	var snap tether.Snapshot
+func fetchStatus(ctx context.Context, socket string) (server.Snapshot, []byte, error) {
+	var snap server.Snapshot
 	code, b, err := adminGet(ctx, socket, "/status.json")
 	if err != nil {
 		return snap, nil, err
@@ -326,7 +327,7 @@ func fetchStatus(ctx context.Context, socket string) (tether.Snapshot, []byte, e
 	return snap, b, nil
 }
 
-func (m *Main) printStatus(s tether.Snapshot) {
+func (m *Main) printStatus(s server.Snapshot) {
 	state := "ready"
 	switch {
 	case s.Draining:
@@ -350,7 +351,7 @@ func (m *Main) printStatus(s tether.Snapshot) {
 	m.printCache(s)
 }
 
-func (m *Main) printPools(s tether.Snapshot) {
+func (m *Main) printPools(s server.Snapshot) {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\tMAX\tMIN\tACQUIRE\tIDLE TIMEOUT\tTX IDLE\tSTMT CACHE\t")
 	for _, p := range s.Pools {
@@ -382,7 +383,7 @@ func (m *Main) clients(ctx context.Context, socket string, asJSON bool) error {
 		_, err := m.Stdout.Write(b)
 		return err
 	}
-	var list []tether.ClientSnapshot
+	var list []server.ClientSnapshot
 	if err := json.Unmarshal(b, &list); err != nil {
 		return fmt.Errorf("/clients.json: %w", err)
 	}
@@ -401,7 +402,7 @@ func (m *Main) clients(ctx context.Context, socket string, asJSON bool) error {
 	return tw.Flush()
 }
 
-func (m *Main) printCache(s tether.Snapshot) {
+func (m *Main) printCache(s server.Snapshot) {
 	c := s.Cache
 	if c == nil {
 		fmt.Fprintln(m.Stdout, "result cache: off")

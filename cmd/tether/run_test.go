@@ -17,6 +17,7 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/admin"
 	"github.com/tether-php/tether/backend/sqlite"
+	"github.com/tether-php/tether/server"
 )
 
 // serve runs a tetherd (SQLite backend "main") with its admin API, and
@@ -29,7 +30,7 @@ func serve(t *testing.T) (php, adm string) {
 
 // serveWith runs a tetherd with its admin API on one SQLite backend "main",
 // whose config tweak may change, and returns its config and server.
-func serveWith(t *testing.T, tweak func(*tether.BackendConfig)) (tether.Config, *tether.Server) {
+func serveWith(t *testing.T, tweak func(*tether.BackendConfig)) (tether.Config, *server.Server) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := tether.DefaultConfig()
@@ -43,7 +44,7 @@ func serveWith(t *testing.T, tweak func(*tether.BackendConfig)) (tether.Config, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := tether.NewServer(cfg, map[string]tether.Backend{"main": b}, nil)
+	srv := server.New(cfg, map[string]tether.Backend{"main": b}, nil)
 	if err := srv.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestCLI(t *testing.T) {
 		t.Errorf("stats: %v\n%s", err, out)
 	}
 	out, err = run(t, append(flags, "-json", "status")...)
-	var snap tether.Snapshot
+	var snap server.Snapshot
 	if err != nil || json.Unmarshal([]byte(out), &snap) != nil || !snap.Ready || len(snap.Pools) != 1 {
 		t.Errorf("status -json: %v\n%s", err, out)
 	}
@@ -131,7 +132,7 @@ func TestCLI(t *testing.T) {
 	}
 	defer held.Close()
 	out, err = run(t, append(flags, "-json", "clients")...)
-	var list []tether.ClientSnapshot
+	var list []server.ClientSnapshot
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].PID != os.Getpid() || list[0].TCP {
 		t.Errorf("clients -json: want this process's one held connection: %v\n%s", err, out)
 	}

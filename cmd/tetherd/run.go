@@ -19,6 +19,7 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/admin"
+	"github.com/tether-php/tether/server"
 )
 
 // Main is tetherd's program: flags, config, signals, and the server's lifecycle.
@@ -138,7 +139,7 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 	var upg *tableflip.Upgrader
 	var upgraded <-chan struct{} // closed once a new process serves in this one's place
 	ready := false
-	var listen tether.ListenFunc
+	var listen server.ListenFunc
 	if m.Upgrades {
 		var err error
 		if upg, err = tableflip.New(tableflip.Options{UpgradeTimeout: upgradeTimeout}); err != nil {
@@ -162,7 +163,7 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := tether.NewServer(cfg, backends, log)
+	srv := server.New(cfg, backends, log)
 	srv.ListenWith = listen
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	err = srv.Open(openCtx)
@@ -355,7 +356,7 @@ func second(sigs <-chan os.Signal, log *slog.Logger) <-chan os.Signal {
 
 // shutdownNow stops a server that never served (its admin API could not
 // start), without waiting for anyone.
-func shutdownNow(srv *tether.Server) {
+func shutdownNow(srv *server.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	srv.Shutdown(ctx)
@@ -364,7 +365,7 @@ func shutdownNow(srv *tether.Server) {
 // control is what the admin API reaches of tetherd: the server's state, and
 // the reload of its config file.
 type control struct {
-	srv   *tether.Server
+	srv   *server.Server
 	path  string // the config file; "" for the embedded default
 	level *slog.LevelVar
 	log   *slog.Logger
@@ -426,9 +427,9 @@ func (c *control) Upgrade(ctx context.Context) (admin.UpgradeReport, error) {
 	return admin.UpgradeReport{OldPID: os.Getpid(), Took: took.String()}, nil
 }
 
-func (c *control) Snapshot() tether.Snapshot { return c.srv.Snapshot() }
+func (c *control) Snapshot() server.Snapshot { return c.srv.Snapshot() }
 
-func (c *control) Clients(ctx context.Context) ([]tether.ClientSnapshot, error) {
+func (c *control) Clients(ctx context.Context) ([]server.ClientSnapshot, error) {
 	return c.srv.Clients(ctx)
 }
 
@@ -437,21 +438,21 @@ func (c *control) Clients(ctx context.Context) ([]tether.ClientSnapshot, error) 
 const reloadOpenTimeout = 20 * time.Second
 
 // Reload reads the config file again, validates it, and applies it: the log
-// level, then the backends (tether.Server.Reload). An error leaves everything
+// level, then the backends (server.Server.Reload). An error leaves everything
 // as it was.
-func (c *control) Reload(ctx context.Context) (tether.ReloadReport, error) {
+func (c *control) Reload(ctx context.Context) (server.ReloadReport, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.path == "" {
-		return tether.ReloadReport{}, errors.New("reload: tetherd runs the embedded default (no -config): there is no file to reload")
+		return server.ReloadReport{}, errors.New("reload: tetherd runs the embedded default (no -config): there is no file to reload")
 	}
 	cfg, err := c.readConfig()
 	if err != nil {
-		return tether.ReloadReport{}, fmt.Errorf("reload %s: %w (nothing changed)", c.path, err)
+		return server.ReloadReport{}, fmt.Errorf("reload %s: %w (nothing changed)", c.path, err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
-		return tether.ReloadReport{}, fmt.Errorf("reload %s: log.level: %w (nothing changed)", c.path, err)
+		return server.ReloadReport{}, fmt.Errorf("reload %s: log.level: %w (nothing changed)", c.path, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, reloadOpenTimeout)
 	defer cancel()

@@ -19,7 +19,7 @@ type Key struct {
 	// Profile is the identity of the client's session settings (time_zone,
 	// sql_mode, character set...): any comparable value, equal for two
 	// clients only if their settings make the statement return the same
-	// bytes, e.g. the pool's interned *loopsql.Profile (nil: the baseline).
+	// bytes, e.g. the pool's interned *sqlpool.Profile (nil: the baseline).
 	// It is compared with ==, and held by the cache while an entry lives.
 	// A value that is not comparable (a slice, a map) panics.
 	Profile any

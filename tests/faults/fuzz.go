@@ -17,7 +17,7 @@ import (
 
 // Coverage-guided fuzzing with the Go toolchain, for a bounded time: the
 // frame decoder (wire's FuzzDecodeRequest) and the whole request handling of
-// a server whose backends are fakes (the root package's FuzzServeFrame: a
+// a server whose backends are fakes (package server's FuzzServeFrame: a
 // reply or a clean close for every frame, no lock-up, a ping answered
 // afterwards). Go keeps the inputs that reached new code in its cache's fuzz
 // corpus, so that each run starts where the last one stopped; a failing input
@@ -41,7 +41,7 @@ type fuzzTarget struct {
 	execsPerSecond int64
 }
 
-var fuzzTargets = []fuzzTarget{{"FuzzDecodeRequest", "./wire", 40000}, {"FuzzServeFrame", ".", 1200}}
+var fuzzTargets = []fuzzTarget{{"FuzzDecodeRequest", "./wire", 40000}, {"FuzzServeFrame", "./server", 1200}}
 
 // fuzzBuildTime bounds the build of a fuzz test binary (instrumented: the
 // first build after a change compiles every dependency again).
