@@ -49,7 +49,7 @@ func TestReadyz(t *testing.T) {
 // TestMetrics: the snapshot's figures under their names, with bounded labels.
 func TestMetrics(t *testing.T) {
 	src := &fakeSource{snap: server.Snapshot{Version: "v1.2.3", Ready: true, Clients: 7, InFlight: 3, Transactions: 2,
-		Pools: []server.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 1, Idle: 3, Waiting: 9, Resets: 2}, CacheByTable: true}},
+		Pools: []server.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 4, InUse: 1, Idle: 3, Waiting: 9, Resets: 2}, CacheByTable: true, TableAware: true}},
 		Cache: &server.CacheSnapshot{Hits: 100, Misses: 5, Bytes: 4096, Entries: 3,
 			Refused: map[string]uint64{"too_large": 1}, Invalidations: map[string]uint64{"write": 4}, Dropped: map[string]uint64{"write": 6}},
 		Requests: []server.RequestStats{{Op: "query", Backend: "maria", Outcomes: map[string]uint64{"ok": 9, "timeout": 1}, Count: 10,

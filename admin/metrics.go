@@ -114,7 +114,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.poolWaits, float64(p.Stats.Waiting), p.Backend)
 		counter(c.poolResets, float64(p.Stats.Resets), p.Backend)
 		gauge(c.poolMaxConns, float64(p.Limits.MaxConns), p.Backend)
-		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
+		if s.Cache != nil && p.TableAware {
 			gauge(c.cacheByTable, b2f(p.CacheByTable), p.Backend)
 		}
 	}

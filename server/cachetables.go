@@ -58,21 +58,15 @@ type readInfo struct {
 	info      sqltables.Info
 }
 
-// newCacheBackends returns the per-table state of every MySQL and
-// PostgreSQL backend of cfg.
-// newCacheBackend returns the table bookkeeping of a MySQL or PostgreSQL
-// backend, or nil for another type.
+// newCacheBackend returns the table bookkeeping of a backend whose type
+// names the SQL dialect its statements' tables are read in
+// (tether.BackendType.Tables), or nil for another type.
 func newCacheBackend(name string, cfg tether.BackendConfig) *cacheBackend {
-	var d sqltables.Dialect
-	switch cfg.Type {
-	case "mysql":
-		d = sqltables.MySQL
-	case "postgres":
-		d = sqltables.PostgreSQL
-	default:
+	t, _ := tether.LookupBackendType(cfg.Type)
+	if t.Tables == 0 {
 		return nil
 	}
-	return &cacheBackend{name: name, dialect: d, reload: make(chan struct{}, 1)}
+	return &cacheBackend{name: name, dialect: t.Tables, reload: make(chan struct{}, 1)}
 }
 
 // tablesOf returns the table bookkeeping of the current backend of that

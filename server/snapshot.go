@@ -86,6 +86,9 @@ type PoolSnapshot struct {
 	// CacheByTable: writes drop only what read their tables (the
 	// backend's catalog is known); false drops its whole cache.
 	CacheByTable bool `json:"cache_by_table"`
+	// TableAware: its type's statements can be read for their tables
+	// (tether.BackendType.Tables), so CacheByTable applies to it.
+	TableAware bool `json:"table_aware,omitempty"`
 	// Retiring: a reload replaced or removed it; it serves the requests and
 	// transactions that began before, then closes. Listed after the
 	// current pools.
@@ -142,6 +145,9 @@ func (s *Server) Snapshot() Snapshot {
 	current, retiring := s.poolSnapshots()
 	for _, p := range current {
 		p.CacheByTable = s.CacheByTable(p.Backend)
+		if t, ok := tether.LookupBackendType(p.Type); ok && t.Tables != 0 {
+			p.TableAware = true
+		}
 		snap.Pools = append(snap.Pools, p)
 	}
 	snap.Pools = append(snap.Pools, retiring...)

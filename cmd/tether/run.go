@@ -356,7 +356,7 @@ func (m *Main) printPools(s server.Snapshot) {
 	fmt.Fprintln(tw, "BACKEND\tTYPE\tOPEN\tIN USE\tIDLE\tWAITS\tRESETS\tCACHE BY TABLE\tMAX\tMIN\tACQUIRE\tIDLE TIMEOUT\tTX IDLE\tSTMT CACHE\t")
 	for _, p := range s.Pools {
 		byTable := "-"
-		if s.Cache != nil && (p.Type == "mysql" || p.Type == "postgres") {
+		if s.Cache != nil && p.TableAware {
 			byTable = pick(p.CacheByTable, "yes", "no")
 		}
 		name := p.Backend
