@@ -34,25 +34,23 @@ func (p *Pool) Submit(r *Request) {
 // takeIdle returns an idle connection, preferring the most recently used one
 // whose settings are the client's already.
 func (p *Pool) takeIdle(cl *Client) *Conn {
-	if len(p.idle) == 0 {
+	idle := p.conns[stateIdle]
+	if len(idle) == 0 {
 		return nil
 	}
 	var want *Profile
 	if cl != nil {
 		want = cl.Profile
 	}
-	i := len(p.idle) - 1
+	i := len(idle) - 1
 	for j := i; j >= 0; j-- {
-		if loopsql.Equal(p.idle[j].profile, want) {
+		if loopsql.Equal(idle[j].profile, want) {
 			i = j
 			break
 		}
 	}
-	c := p.idle[i]
-	copy(p.idle[i:], p.idle[i+1:])
-	p.idle[len(p.idle)-1] = nil
-	p.idle = p.idle[:len(p.idle)-1]
-	c.state = stateBusy
+	c := idle[i]
+	p.move(c, stateBusy)
 	p.updateStats()
 	return c
 }
@@ -64,8 +62,8 @@ func (p *Pool) pipelineFor(r *Request) *Conn {
 		return nil
 	}
 	var best *Conn
-	for c := range p.conns {
-		if c.state != stateBusy || c.next != nil || c.dirty != "" || len(c.sent) == 0 || len(c.sent) >= maxPipeline {
+	for _, c := range p.conns[stateBusy] {
+		if c.next != nil || c.dirty != "" || len(c.sent) == 0 || len(c.sent) >= maxPipeline {
 			continue
 		}
 		if c.sent[len(c.sent)-1].Group != r.Group {
@@ -115,16 +113,16 @@ func (p *Pool) release(c *Conn) {
 	if c.tx != nil {
 		if c.abortingTx {
 			c.abortingTx = false
-			c.state = statePinned
+			p.move(c, statePinned)
 			p.send(c, &Request{Kind: KindRollback, Tx: c.tx, Done: func(*Request) {}})
 			return
 		}
-		c.state = statePinned
+		p.move(c, statePinned)
 		p.updateStats()
 		return
 	}
 	if c.dirty != "" {
-		c.state = stateResetting
+		p.move(c, stateResetting)
 		p.stResets.Add(1)
 		why := c.dirty
 		p.send(c, &Request{Kind: KindReset, Done: func(r *Request) {
@@ -138,16 +136,15 @@ func (p *Pool) release(c *Conn) {
 		}})
 		return
 	}
-	c.state = stateIdle
 	c.used = time.Now()
-	// Hand it to the next waiting client, if any.
+	// Hand it to the next waiting client, if any; else it goes idle.
 	for r := p.waiting.pop(); r != nil; r = p.waiting.pop() {
 		if err := p.tooLate(r); err != nil {
 			r.Err = err
 			p.finish(r)
 			continue
 		}
-		c.state = stateBusy
+		p.move(c, stateBusy)
 		c.run(r)
 		p.updateStats()
 		return
@@ -156,7 +153,7 @@ func (p *Pool) release(c *Conn) {
 		p.drop(c, errRetired)
 		return
 	}
-	p.idle = append(p.idle, c)
+	p.move(c, stateIdle)
 	p.updateStats()
 }
 
@@ -166,7 +163,7 @@ func (c *Conn) run(r *Request) {
 	r.State.Conn = c
 	if r.Kind == KindBegin {
 		c.tx = &Tx{Conn: c, Client: r.Client}
-		c.state = statePinned
+		p.move(c, statePinned)
 	}
 	var want *Profile
 	if r.Client != nil {

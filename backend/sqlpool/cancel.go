@@ -40,13 +40,15 @@ func (p *Pool) cancel(c *Conn) {
 	if c.state == stateCancelling || c.state == stateClosing || c.state == stateGone {
 		return
 	}
-	c.state = stateCancelling
+	if !p.move(c, stateCancelling) {
+		return
+	}
 	p.stCancels.Add(1)
 	c.cancelAt = time.Now()
 	c.cancelGen++
 	c.kills = 0
 	c.probes = 0
-	p.armTimer(c.cancelAt.Add(cancelTimeout))
+	p.armTimer(c.cancelAt.Add(p.cancelTimeout))
 	p.kill(c)
 }
 
@@ -76,7 +78,7 @@ func (p *Pool) kill(c *Conn) {
 	c.kills++
 	srv, gen := c.srv, c.cancelGen
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), p.cancelTimeout)
 		err := p.drv.Cancel(ctx, srv)
 		cancel()
 		p.loop.Post(func() {
@@ -129,7 +131,7 @@ func (p *Pool) afterCancel(c *Conn) {
 		// ROLLBACK stands in for the probe (a late cancel cannot harm it,
 		// and a failed one sends the connection through a reset).
 		c.abortingTx = true
-		c.state = statePinned
+		p.move(c, statePinned)
 		p.release(c)
 		return
 	}
@@ -142,10 +144,11 @@ func (p *Pool) afterCancel(c *Conn) {
 		if r.Err != nil {
 			return // Done calls afterCancel again: another probe
 		}
-		c.state = stateBusy
+		to := stateBusy
 		if c.tx != nil && c.abortingTx {
-			c.state = statePinned
+			to = statePinned
 		}
+		p.move(c, to)
 	}})
 }
 
@@ -155,9 +158,14 @@ func (p *Pool) terminate(c *Conn, why string) {
 	if c.state == stateClosing || c.state == stateGone {
 		return
 	}
+	if !p.move(c, stateClosing) {
+		// Only a cancelling connection is terminated (the table): close
+		// any other at once rather than leave it in use.
+		p.drop(c, errors.New(why))
+		return
+	}
 	p.log.Warn("terminating connection", "backend", p.name, "conn", c.srv.String(), "why", why)
 	srv := c.srv
-	c.state = stateClosing
 	p.closeSocket(c)
 	sent := c.sent
 	c.sent = nil
@@ -177,11 +185,11 @@ func (p *Pool) terminate(c *Conn, why string) {
 		// and less often, while the confirmation fails (the side connection
 		// busy with slow KILLs for longer than a try's deadline, the server
 		// unreachable), until the pool closes.
-		pause := firstTerminatePause
+		pause := p.firstTerminatePause
 		var err error
 	tries:
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), p.cancelTimeout)
 			err = p.drv.Terminate(ctx, srv)
 			cancel()
 			if err == nil {
@@ -199,8 +207,7 @@ func (p *Pool) terminate(c *Conn, why string) {
 			if err != nil {
 				p.log.Error("terminate session", "backend", p.name, "conn", srv.String(), "err", err)
 			}
-			delete(p.conns, c)
-			c.state = stateGone
+			p.move(c, stateGone) // unless Close's deadline forgot it already
 			p.open--
 			p.updateStats()
 			if !p.closed {
@@ -220,7 +227,9 @@ func (p *Pool) CancelClient(cl *Client, err error) {
 			p.Abandon(r, err)
 		}
 	}
-	for c := range p.conns {
+	all := p.liveConns()
+	defer p.doneWith(all)
+	for _, c := range all {
 		if r := c.next; r != nil && r.Client == cl {
 			p.Abandon(r, err)
 		}

@@ -3,12 +3,14 @@ package sqlpool
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // Close implements tether.Backend: new requests get unavailable, idle
 // connections close at once, busy ones once their requests are answered or
 // ctx is done, whichever comes first; then the driver's side connections.
+// It waits for the pool to drain (the last connection's move to gone
+// signals it, checkDrained), not by polling; past ctx's deadline it drops
+// what is left and forgets the connections still being terminated.
 func (p *Pool) Close(ctx context.Context) error {
 	if p.loop == nil {
 		return nil
@@ -19,39 +21,37 @@ func (p *Pool) Close(ctx context.Context) error {
 			close(p.janitorStop)
 			<-p.janitorDone
 		}
-		// Every post below fails at once if the loop has stopped: then
-		// nothing is left to close on it.
-		err := p.post(func() { p.closed = true; p.failQueue(p.closedErr()); p.closeIdle() })
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for err == nil {
-			n := 0
-			if err = p.post(func() { n = len(p.conns) }); err != nil || n == 0 {
-				break
-			}
+		// A post fails at once if the loop has stopped: then nothing is
+		// left to close on it.
+		err := p.post(func() { p.closed = true; p.failQueue(p.closedErr()); p.closeIdle(); p.checkDrained() })
+		if err == nil {
 			select {
+			case <-p.drained:
+			case <-p.loop.Done():
 			case <-ctx.Done():
-				p.post(func() {
-					for c := range p.conns {
-						if c.state == stateClosing {
-							// Its socket is closed (and its number maybe
-							// reused): only its termination is left, which
-							// stops trying now (closeBegun).
-							delete(p.conns, c)
-							continue
-						}
-						p.drop(c, p.closedErr())
-					}
-				})
-			case <-t.C:
-				continue
+				p.post(p.closeNow)
 			}
-			break
 		}
 		p.drv.Close()
 		p.stopOwnLoop()
 	})
 	return nil
+}
+
+// closeNow ends a Close whose deadline passed: every connection is dropped,
+// and those being terminated are forgotten.
+func (p *Pool) closeNow() {
+	all := p.liveConns()
+	defer p.doneWith(all)
+	for _, c := range all {
+		if c.state == stateClosing {
+			// Its socket is closed (and its number maybe reused): only its
+			// termination is left, which stops trying now (closeBegun).
+			p.move(c, stateGone)
+			continue
+		}
+		p.drop(c, p.closedErr())
+	}
 }
 
 // errRetired is why a retiring pool closes a connection it no longer needs.
@@ -68,14 +68,14 @@ func (p *Pool) Retire() {
 	}
 	p.loop.Post(func() {
 		p.retiring = true
-		for len(p.idle) > 0 {
-			p.drop(p.idle[len(p.idle)-1], errRetired)
+		for idle := p.conns[stateIdle]; len(idle) > 0; idle = p.conns[stateIdle] {
+			p.drop(idle[len(idle)-1], errRetired)
 		}
 	})
 }
 
 func (p *Pool) closeIdle() {
-	for len(p.idle) > 0 {
-		p.drop(p.idle[len(p.idle)-1], p.closedErr())
+	for idle := p.conns[stateIdle]; len(idle) > 0; idle = p.conns[stateIdle] {
+		p.drop(idle[len(idle)-1], p.closedErr())
 	}
 }

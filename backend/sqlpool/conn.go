@@ -12,7 +12,8 @@ import (
 type Conn struct {
 	pool  *Pool
 	srv   ServerConn
-	state state
+	state state // only move changes it
+	slot  int   // c's index in pool.conns[state]
 	// fd is srv's descriptor, polled by the loop while watched. It is
 	// unwatched exactly once, before srv closes it (closeSocket): once
 	// closed, its number may belong to another connection, of this pool or
@@ -48,12 +49,12 @@ func (p *Pool) drop(c *Conn, err error) {
 		return
 	}
 	prev := c.state
-	c.state = stateGone
+	if !p.move(c, stateGone) {
+		return
+	}
 	if prev != stateClosing { // terminate closed it already
 		p.closeSocket(c)
 	}
-	delete(p.conns, c)
-	p.removeIdle(c)
 	if prev != stateClosing {
 		p.open--
 	}

@@ -48,13 +48,15 @@ func (p *Pool) sweep() {
 			later(r.Deadline)
 		}
 	})
-	for c := range p.conns {
+	all := p.liveConns()
+	defer p.doneWith(all)
+	for _, c := range all {
 		if c.state == stateCancelling {
-			if now.Sub(c.cancelAt) >= cancelTimeout {
-				p.terminate(c, fmt.Sprintf("a cancelled statement did not stop within %s", cancelTimeout))
+			if now.Sub(c.cancelAt) >= p.cancelTimeout {
+				p.terminate(c, fmt.Sprintf("a cancelled statement did not stop within %s", p.cancelTimeout))
 				continue
 			}
-			later(c.cancelAt.Add(cancelTimeout))
+			later(c.cancelAt.Add(p.cancelTimeout))
 		}
 		for _, r := range c.sent {
 			if r.State.Finished || r.Deadline.IsZero() {

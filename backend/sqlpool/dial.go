@@ -65,7 +65,7 @@ func (p *Pool) dialed(s ServerConn, err error) {
 // adopt takes a freshly dialled connection into the pool as idle. Its slot
 // (p.open) is counted already.
 func (p *Pool) adopt(s ServerConn) {
-	c := &Conn{pool: p, srv: s, state: stateBusy, used: time.Now(), fd: s.Fd()}
+	c := &Conn{pool: p, srv: s, used: time.Now(), fd: s.Fd()}
 	if err := p.loop.Watch(c.fd, c); err != nil {
 		s.Close()
 		p.open--
@@ -74,7 +74,7 @@ func (p *Pool) adopt(s ServerConn) {
 		return
 	}
 	c.watched = true
-	p.conns[c] = struct{}{}
+	p.move(c, stateBusy)
 	s.Attach(c)
 	p.release(c)
 }

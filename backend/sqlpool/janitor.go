@@ -27,8 +27,8 @@ func (p *Pool) janitor() {
 					return
 				}
 				now := time.Now()
-				for i := 0; idle > 0 && i < len(p.idle) && p.open > p.cfg.MinConns; {
-					c := p.idle[i]
+				for i := 0; idle > 0 && i < len(p.conns[stateIdle]) && p.open > p.cfg.MinConns; {
+					c := p.conns[stateIdle][i]
 					if now.Sub(c.used) >= idle {
 						p.drop(c, errors.New("idle_timeout"))
 						continue

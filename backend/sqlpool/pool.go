@@ -4,25 +4,14 @@
 // socket and back on one goroutine, without a hand-off.
 //
 // A pool is a state machine, as PgBouncer's is. Every server connection is
-// in exactly one state, and moves only through the functions of this file:
-//
-//	           dial ok                       run                           answered, clean
-//	dialing ──────────► idle ◄───────────────────────────────── busy ◄──────────┐
-//	   │ failed          │  ▲                      begin ┌──────────┘ ▲            │
-//	   ▼                 │  └──── reset done ─── resetting ◄─ dirty ──┤            │
-//	 gone                │                                           pinned (tx) ──┘ commit/rollback
-//	                     │ idle_timeout, broken                          │
-//	                     ▼                                               │ deadline passed,
-//	                  closing ──(server confirms the session gone)──► gone │ client gone
-//	                     ▲                                               ▼
-//	                     └───────────── cancel_timeout ─────────── cancelling ── answered, kill done,
-//	                                                                             probe ok ──► idle
-//
-// Every state but gone counts against max_conns, closing and cancelling
-// included: a connection whose statement is being cancelled is still a
-// server session, and so is one closed until the server says it has let it
-// go. So the sessions tetherd holds never exceed max_conns (plus a driver's
-// documented side connection for cancels), whatever clients do.
+// in exactly one state (states.go: the table of legal moves and its
+// diagram), in the pool's list of that state, and moves only through move,
+// which refuses a move the table does not allow. The files say who moves it:
+// acquire.go (a request takes a connection, release places it once answered),
+// answer.go (the server's answers), cancel.go (statements given up, sessions
+// terminated), deadline.go (deadlines, cancel_timeout), dial.go, janitor.go
+// (idle_timeout, min_conns), close.go (Close, Retire), cost.go (what
+// statements take, for deadlines too near to run them).
 //
 // The server's own reports decide where a connection goes after a request
 // (Report: MySQL's OK packet status and session tracker, PostgreSQL's
@@ -86,10 +75,13 @@ type Pool struct {
 	ownLoop bool
 
 	// Loop goroutine only.
-	conns    map[*Conn]struct{} // every connection with a server session, in any state but gone
-	idle     []*Conn            // idle connections, most recently used last
-	waiting  waitQueue          // requests waiting for a connection, per client, in turn
-	open     int                // connections counted against max_conns (dialing ones too)
+	// conns lists the connections of each state (move), idle ones in the
+	// order of use, the most recently used last.
+	conns    [numStates][]*Conn
+	live     int       // connections with a server session: in any state but new and gone
+	scratch  []*Conn   // liveConns's
+	waiting  waitQueue // requests waiting for a connection, per client, in turn
+	open     int       // connections counted against max_conns (dialing ones too)
 	dialing  int
 	closed   bool
 	retiring bool // a reload replaced the pool: no idle connections kept, no warming (Retire)
@@ -122,13 +114,24 @@ type Pool struct {
 	janitorDone chan struct{}
 	closeOnce   sync.Once
 	closeBegun  chan struct{} // closed when Close begins: terminations stop retrying
+	// drained is closed once the pool is closed and holds no connection
+	// (checkDrained): Close waits for it.
+	drained        chan struct{}
+	drainSignalled bool // loop goroutine only
+
+	stIllegalMoves atomic.Int64 // moves the state table refused (move): bugs
+
+	// Tuning, the constants' values but in the package's tests.
+	cancelTimeout       time.Duration // cancelTimeout
+	firstTerminatePause time.Duration // firstTerminatePause
 }
 
 var _ loopsql.Backend = (*Pool)(nil)
 
 // New returns a pool for a backend; Open connects it. It has no side effects.
 func New(drv Driver, cfg tether.BackendConfig) *Pool {
-	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), label: drv.Name(), log: slog.Default(), conns: map[*Conn]struct{}{}, closeBegun: make(chan struct{})}
+	return &Pool{drv: drv, cfg: cfg, name: drv.Name(), label: drv.Name(), log: slog.Default(),
+		closeBegun: make(chan struct{}), drained: make(chan struct{}), cancelTimeout: cancelTimeout, firstTerminatePause: firstTerminatePause}
 }
 
 // SetName implements tether.Namer: name is the backend's name in the config.
@@ -236,8 +239,8 @@ func (p *Pool) Stats() tether.PoolStats {
 
 func (p *Pool) updateStats() {
 	p.stOpen.Store(int64(p.open))
-	p.stIdle.Store(int64(len(p.idle)))
-	p.stInUse.Store(int64(len(p.conns) - len(p.idle)))
+	p.stIdle.Store(int64(len(p.conns[stateIdle])))
+	p.stInUse.Store(int64(p.live - len(p.conns[stateIdle])))
 }
 
 // unavailable wraps a failure to connect, keeping the backend's code when it
