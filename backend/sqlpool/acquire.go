@@ -2,9 +2,10 @@ package sqlpool
 
 import (
 	"fmt"
+	"time"
+
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/loopsql"
-	"time"
 )
 
 // Submit runs r: on its transaction's connection, on an idle connection, or

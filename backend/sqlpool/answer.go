@@ -2,10 +2,11 @@ package sqlpool
 
 import (
 	"fmt"
-	tether "github.com/tether-php/tether"
 	"strconv"
 	"strings"
 	"time"
+
+	tether "github.com/tether-php/tether"
 )
 
 // Done is called by the ServerConn when the oldest request it was sent has

@@ -3,8 +3,9 @@ package sqlpool
 import (
 	"context"
 	"errors"
-	tether "github.com/tether-php/tether"
 	"time"
+
+	tether "github.com/tether-php/tether"
 )
 
 // Abandon answers r with err now, if it has not been answered; a statement of
@@ -52,7 +53,10 @@ func (p *Pool) cancel(c *Conn) {
 	p.kill(c)
 }
 
-// Pauses between the tries of a termination the server has not confirmed.
+// Pauses between the tries of a termination the server has not confirmed
+// (Pool.firstTerminatePause is the first, but in tests). They space retries
+// of a call that failed; nothing in the pool polls for a state: the pool
+// learns of an answer, a Cancel or a Terminate back, by an event.
 const (
 	firstTerminatePause = 100 * time.Millisecond
 	maxTerminatePause   = 5 * time.Second

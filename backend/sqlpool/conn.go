@@ -2,10 +2,11 @@ package sqlpool
 
 import (
 	"errors"
-	tether "github.com/tether-php/tether"
-	"github.com/tether-php/tether/internal/fault"
 	"runtime/debug"
 	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/internal/fault"
 )
 
 // Conn is the pool's side of one server connection.

@@ -3,8 +3,9 @@ package sqlpool
 import (
 	"context"
 	"fmt"
-	tether "github.com/tether-php/tether"
 	"time"
+
+	tether "github.com/tether-php/tether"
 )
 
 // learnCost folds one run of sql into what its statements take here.

@@ -3,8 +3,9 @@ package sqlpool
 import (
 	"context"
 	"fmt"
-	tether "github.com/tether-php/tether"
 	"time"
+
+	tether "github.com/tether-php/tether"
 )
 
 // armTimer makes sure the sweep runs at or before at.

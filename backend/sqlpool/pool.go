@@ -30,13 +30,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	tether "github.com/tether-php/tether"
-	"github.com/tether-php/tether/backend/loopsql"
-	"github.com/tether-php/tether/internal/evloop"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/loopsql"
+	"github.com/tether-php/tether/internal/evloop"
 )
 
 // ErrPoolClosed: the pool is closed, or the event loop it runs on has
