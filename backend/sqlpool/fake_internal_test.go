@@ -580,3 +580,55 @@ func TestFake_ClosePastDeadline(t *testing.T) {
 	}
 	k.reply <- context.DeadlineExceeded // the termination stops trying: the pool closed
 }
+
+// TestFake_AcquireTimeout: a request that waits for a connection longer than
+// acquire_timeout is answered busy by the sweep's timer, and not sent later.
+func TestFake_AcquireTimeout(t *testing.T) {
+	h := openScripted(t, 1, 1, nil)
+	h.p.cfg.AcquireTimeout = tether.Duration(10 * time.Millisecond) // before any request reads it
+	c := h.d.conn(0)
+	h.submit(&Request{Kind: KindQuery, SQL: "SELECT SLEEP(10)"})
+	wait(t, c.sends, "first request sent")
+	r := &Request{Kind: KindQuery, SQL: "SELECT 2"}
+	wait(t, h.submit(r), "waiting request answered")
+	if te := tether.AsError(r.Err); r.Err == nil || te.Code != tether.CodeBusy {
+		t.Fatalf("request past acquire_timeout: %v, want busy", r.Err)
+	}
+	h.answer(c, nil)
+	select {
+	case s := <-c.sends:
+		t.Fatalf("%q sent once the connection was free, after it was answered busy", s.SQL)
+	default:
+	}
+	if got := h.stateOf(c); got != stateIdle {
+		t.Errorf("connection %s, want idle", got)
+	}
+}
+
+// TestFake_DeadlineCancels: a statement running past its deadline is
+// answered timeout by the sweep and cancelled on the server; the connection
+// comes back once the answer, the Cancel and the probe are in.
+func TestFake_DeadlineCancels(t *testing.T) {
+	h := openScripted(t, 1, 1, probesOK)
+	c := h.d.conn(0)
+	r := &Request{Kind: KindQuery, SQL: "SELECT SLEEP(10)", Deadline: time.Now().Add(10 * time.Millisecond)}
+	done := h.submit(r)
+	wait(t, c.sends, "statement sent")
+	wait(t, done, "statement answered at its deadline")
+	if te := tether.AsError(r.Err); r.Err == nil || te.Code != tether.CodeTimeout || te.Retry {
+		t.Fatalf("statement past its deadline: %v, want timeout, not safe to retry", r.Err)
+	}
+	k := wait(t, h.d.cancels, "Cancel")
+	h.answer(c, errors.New("query interrupted"))
+	k.reply <- nil
+	if p := wait(t, c.sends, "probe"); p.Kind != KindProbe {
+		t.Fatalf("sent %s after the cancel, want a probe", p.Kind)
+	}
+	h.on(func() {})
+	if got := h.stateOf(c); got != stateIdle {
+		t.Errorf("connection %s after the probe, want idle", got)
+	}
+	if n := h.p.Stats().Cancels; n != 1 {
+		t.Errorf("%d cancels counted, want 1", n)
+	}
+}
