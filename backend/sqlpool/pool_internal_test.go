@@ -205,9 +205,9 @@ func TestPool_CloseLeavesAReusedDescriptorWatched(t *testing.T) {
 	// Its only connection is terminated: socket closed, slot held until the
 	// server confirms, which it does not.
 	old.post(func() {
-		for c := range old.conns {
-			old.terminate(c, "test: a cancel that did not take")
-		}
+		c := old.takeIdle(nil)
+		old.move(c, stateCancelling)
+		old.terminate(c, "test: a cancel that did not take")
 	})
 	reused := oldDrv.fds[0]
 	next := openPool(t, l, newDrv, fakeConfig(1, 1))
@@ -222,7 +222,7 @@ func TestPool_CloseLeavesAReusedDescriptorWatched(t *testing.T) {
 	}
 	watched := false
 	next.post(func() {
-		for c := range next.conns {
+		for _, c := range next.liveConns() {
 			watched = c.watched && c.fd == reused
 		}
 	})
@@ -340,7 +340,7 @@ func TestPool_PanicDropsTheConnection(t *testing.T) {
 			}
 			inPool := false
 			p.post(func() {
-				for c := range p.conns {
+				for _, c := range p.liveConns() {
 					if c.srv == ServerConn(victim) {
 						inPool = true
 					}
