@@ -129,6 +129,16 @@ type Statement struct {
 	Cursor   []byte
 }
 
+// RefusePaging is the error of a backend of type typ that does not page
+// when asked for a page (pageSize or cursor set), else nil: the one message
+// every such backend gives, so that a client learns how to page there.
+func RefusePaging(typ string, pageSize int, cursor []byte) *Error {
+	if pageSize != 0 || cursor != nil {
+		return Errorf(CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", typ)
+	}
+	return nil
+}
+
 // Result is the outcome of Query (Columns and Rows) or Exec (Affected, InsertID).
 //
 // Row values are normalised by the backend to the protocol's value mapping

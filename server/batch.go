@@ -97,7 +97,7 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 			}
 		}
 		if lb := t.loopBackend(); lb != nil && (op.Op == wire.OpQuery || op.Op == wire.OpExec) {
-			if e := sqlpool.CheckNoPaging(t.typ, int(op.Limit), op.Cursor); e != nil {
+			if e := tether.RefusePaging(t.typ, int(op.Limit), op.Cursor); e != nil {
 				b.out[i].err = e
 				b.done()
 				continue

@@ -184,7 +184,7 @@ func (s *Server) runLoopSQL(ss *session, r *wire.Request, t target, lb sqlpool.B
 		s.replyErrorNow(ss, r.ID, errShuttingDown())
 		return
 	}
-	if e := sqlpool.CheckNoPaging(t.typ, int(r.Limit), r.Cursor); e != nil {
+	if e := tether.RefusePaging(t.typ, int(r.Limit), r.Cursor); e != nil {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
@@ -294,7 +294,7 @@ func (s *Server) runLoopTxOp(ss *session, r *wire.Request, t *txState) {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}
-	if e := sqlpool.CheckNoPaging(t.live.cfg.Type, int(r.Limit), r.Cursor); e != nil {
+	if e := tether.RefusePaging(t.live.cfg.Type, int(r.Limit), r.Cursor); e != nil {
 		s.replyErrorNow(ss, r.ID, e)
 		return
 	}

@@ -212,8 +212,8 @@ func (d *DB) Exec(ctx context.Context, s tether.Statement) (*tether.Result, erro
 }
 
 func (d *DB) run(ctx context.Context, s tether.Statement, exec bool) (*tether.Result, error) {
-	if s.PageSize != 0 || s.Cursor != nil {
-		return nil, tether.Errorf(tether.CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", d.dialect.Name())
+	if e := tether.RefusePaging(d.dialect.Name(), s.PageSize, s.Cursor); e != nil {
+		return nil, e
 	}
 	if err := d.acquire(ctx); err != nil {
 		return nil, err

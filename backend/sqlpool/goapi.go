@@ -39,8 +39,8 @@ func (p *Pool) Exec(ctx context.Context, s tether.Statement) (*tether.Result, er
 }
 
 func (p *Pool) checkPaging(s tether.Statement) error {
-	if s.PageSize != 0 || s.Cursor != nil {
-		return tether.Errorf(tether.CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", p.name)
+	if e := tether.RefusePaging(p.name, s.PageSize, s.Cursor); e != nil {
+		return e
 	}
 	return nil
 }

@@ -176,15 +176,3 @@ type Backend interface {
 	// long, shutdown), cancelling a statement of it that still runs.
 	AbortTx(tx *Tx, why string)
 }
-
-// CheckNoPaging refuses limit and cursor (Statement.PageSize and Cursor) on
-// a statement to a SQL backend of type typ: SQL pages with LIMIT, or with
-// the key API's scan; limit and cursor are for backends that page
-// (Cassandra). The server calls it for the requests it submits to a Pool,
-// which carry no paging.
-func CheckNoPaging(typ string, pageSize int, cursor []byte) *tether.Error {
-	if pageSize != 0 || cursor != nil {
-		return tether.Errorf(tether.CodeUnsupported, "%s pages with LIMIT in SQL, or with the key API's scan; limit and cursor are for backends that page (cassandra)", typ)
-	}
-	return nil
-}
