@@ -1,0 +1,357 @@
+// Package sqlconn holds what a loop-driven SQL server connection does the
+// same whatever its protocol: the socket (output written as the socket takes
+// it, input read into a buffer that grows to the largest message), the
+// requests waiting to be written, the answers awaited in order, and the
+// cache of prepared statements. backend/mysql and backend/postgres each
+// embed a Conn in their sqlpool.ServerConn and keep only their protocol:
+// framing, encoding, decoding and their state machines. It stands below
+// them and above backend/sqlpool and internal/evloop.
+package sqlconn
+
+import (
+	"fmt"
+	"io"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/internal/evloop"
+)
+
+const (
+	readChunk   = 16 << 10
+	keepBufSize = 1 << 20 // larger buffers are dropped once empty
+)
+
+// Await is the part of an awaited answer that Conn reads; a protocol's own
+// entry type embeds it and adds what it decodes by.
+type Await struct {
+	R    *sqlpool.Request // the request it belongs to; nil for an answer of tetherd's own
+	Last bool             // the request is complete with this answer
+	// Local: no message comes for it; the request is answered by tetherd,
+	// with Err, once it is its turn (DrainLocal).
+	Local bool
+	Err   error
+}
+
+// Entry is a pointer to a protocol's entry type E, which embeds Await.
+type Entry[E any] interface {
+	*E
+	Head() *Await
+}
+
+// Conn is the protocol-free half of one loop-driven server connection. Its
+// protocol embeds it in the sqlpool.ServerConn it implements; E is the
+// protocol's awaited-answer type. Loop goroutine only, once dialled.
+//
+// The protocol's life with it:
+//  1. Adopt the non-blocking socket once dialled; Start it from Attach.
+//  2. Send: Enqueue the request, then write each request NextPending gives
+//     (encoding into Out, appending its answers to Exp; a statement to
+//     prepare first counts in Blocked), then FlushLater and DrainLocal.
+//  3. OnReadable: for Read() { parse } where parse takes each whole message
+//     with Peek and Take and decodes it as part of Exp[0]'s answer; Pop an
+//     answer once complete and Finish its request on its last answer.
+//  4. Close: CloseSocket with the protocol's goodbye.
+//
+// Output is flushed at the end of the loop's turn (Loop.FlushLater), and
+// what the socket does not take then when it turns writable. A read or write
+// error, or the server's end of the stream, fails the connection to the pool
+// (sqlpool.Conn.Fail), which fails the requests in flight and closes it.
+type Conn[E any, P Entry[E]] struct {
+	// PC is the pool's side of the connection (Start).
+	PC *sqlpool.Conn
+	// Out is the output the socket has not taken (from an internal write
+	// position): the protocol appends its messages to it.
+	Out []byte
+	// Exp is the answers awaited, oldest first.
+	Exp []E
+	// Blocked counts the prepares in flight: NextPending gives nothing until
+	// their answers are in.
+	Blocked int
+
+	fd       int
+	loop     *evloop.Loop
+	owner    evloop.Flusher // the ServerConn, whose Flush the loop calls
+	wpos     int
+	wantOut  bool
+	flushDue bool // registered to flush at the end of the loop's turn
+	in       []byte
+	rlen     int
+	rpos     int
+	short    bool // the last read did not fill the buffer: the socket is drained
+	closed   bool
+	pending  []*sqlpool.Request // enqueued, not yet written
+
+	// answers keeps answers in the order sent while a request runs again
+	// (HoldForRetry).
+	answers sqlpool.AnswerOrder
+}
+
+// Adopt makes fd, a non-blocking socket, the connection's; CloseSocket
+// closes it.
+func (c *Conn[E, P]) Adopt(fd int) { c.fd = fd }
+
+// Fd implements sqlpool.ServerConn.
+func (c *Conn[E, P]) Fd() int { return c.fd }
+
+// Start hands the connection to the pool's side of it, pc, on loop. owner is
+// the protocol's ServerConn: the loop flushes it (its Flush calls Conn.Flush),
+// so that a panic there reaches the pool's Recover (evloop.Wrapper).
+func (c *Conn[E, P]) Start(pc *sqlpool.Conn, loop *evloop.Loop, owner evloop.Flusher) {
+	c.PC, c.loop, c.owner = pc, loop, owner
+}
+
+// Closed reports whether CloseSocket ran.
+func (c *Conn[E, P]) Closed() bool { return c.closed }
+
+// CloseSocket writes goodbye if the socket takes it now, then closes it and
+// drops the buffers. It does nothing once closed.
+func (c *Conn[E, P]) CloseSocket(goodbye []byte) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	evloop.RawWrite(c.fd, goodbye)
+	unix.Close(c.fd)
+	c.Out, c.in = nil, nil
+}
+
+// Fail reports a broken connection to the pool, which drops it; nothing once
+// closed.
+func (c *Conn[E, P]) Fail(err error) {
+	if c.closed {
+		return
+	}
+	c.PC.Fail(err)
+}
+
+// Enqueue notes r, sent by the pool, to be written in its turn
+// (NextPending).
+func (c *Conn[E, P]) Enqueue(r *sqlpool.Request) {
+	c.answers.Sent(r)
+	c.pending = append(c.pending, r)
+}
+
+// NextPending returns the next request to write, nil when there is none, a
+// prepare is in flight (Blocked), or the connection is closed.
+func (c *Conn[E, P]) NextPending() *sqlpool.Request {
+	if c.Blocked != 0 || len(c.pending) == 0 || c.closed {
+		return nil
+	}
+	r := c.pending[0]
+	n := copy(c.pending, c.pending[1:])
+	c.pending[n] = nil
+	c.pending = c.pending[:n]
+	return r
+}
+
+// FlushLater writes Out at the end of the loop's turn, with the others of
+// the turn (evloop.Loop.FlushLater).
+func (c *Conn[E, P]) FlushLater() {
+	if !c.flushDue && c.wpos < len(c.Out) {
+		c.flushDue = true
+		c.loop.FlushLater(c.owner)
+	}
+}
+
+// Flush implements evloop.Flusher (for the owner to forward to).
+func (c *Conn[E, P]) Flush() {
+	c.flushDue = false
+	c.flush()
+}
+
+// OnWritable implements evloop.Watcher.
+func (c *Conn[E, P]) OnWritable() { c.flush() }
+
+// flush writes what the socket takes now; the rest when it is writable.
+func (c *Conn[E, P]) flush() {
+	for c.wpos < len(c.Out) && !c.closed {
+		n, errno := evloop.RawWrite(c.fd, c.Out[c.wpos:])
+		switch errno {
+		case 0:
+			c.wpos += n
+			continue
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if !c.wantOut {
+				c.wantOut = true
+				c.loop.WantWrite(c.fd, true)
+			}
+			return
+		}
+		c.Fail(fmt.Errorf("write: %w", errno))
+		return
+	}
+	c.Out, c.wpos = c.Out[:0], 0
+	if cap(c.Out) > keepBufSize {
+		c.Out = nil
+	}
+	if c.wantOut {
+		c.wantOut = false
+		c.loop.WantWrite(c.fd, false)
+	}
+}
+
+// Read reads what the socket has into the input buffer and reports whether
+// there is new input to parse; OnReadable calls it until it returns false:
+// the socket is drained, the connection closed, or failed (a read error or
+// the server's end of the stream).
+func (c *Conn[E, P]) Read() bool {
+	if c.closed {
+		return false
+	}
+	if c.short {
+		c.short = false
+		c.settle()
+		return false
+	}
+	for {
+		if len(c.in) == 0 {
+			c.in = make([]byte, readChunk)
+		}
+		if c.rlen == len(c.in) {
+			c.makeRoom(readChunk)
+		}
+		n, errno := evloop.RawRead(c.fd, c.in[c.rlen:])
+		if errno == unix.EAGAIN {
+			c.settle()
+			return false
+		}
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || n <= 0 {
+			err := error(io.EOF)
+			if errno != 0 {
+				err = fmt.Errorf("read: %w", syscall.Errno(errno))
+			}
+			c.Fail(err)
+			return false
+		}
+		c.short = n < len(c.in)-c.rlen
+		c.rlen += n
+		return true
+	}
+}
+
+// settle rewinds the input buffer once all of it is parsed, dropping it if
+// it grew large.
+func (c *Conn[E, P]) settle() {
+	if c.rpos == c.rlen {
+		c.rpos, c.rlen = 0, 0
+		if len(c.in) > keepBufSize {
+			c.in = nil
+		}
+	}
+}
+
+// Peek returns the input read and not taken yet, nil when it is shorter
+// than n bytes (a message header not all read).
+func (c *Conn[E, P]) Peek(n int) []byte {
+	if c.rlen-c.rpos < n {
+		return nil
+	}
+	return c.in[c.rpos:c.rlen]
+}
+
+// Take takes the next n bytes of input (a whole message) and returns them,
+// valid until the next Read; false when not all of them are read yet, with
+// room made for the rest.
+func (c *Conn[E, P]) Take(n int) ([]byte, bool) {
+	avail := c.rlen - c.rpos
+	if avail < n {
+		c.makeRoom(n - avail)
+		return nil, false
+	}
+	b := c.in[c.rpos : c.rpos+n]
+	c.rpos += n
+	return b, true
+}
+
+// makeRoom makes at least n bytes free after rlen, moving unparsed input to
+// the front or growing the buffer.
+func (c *Conn[E, P]) makeRoom(n int) {
+	unparsed := c.rlen - c.rpos
+	if c.rpos > 0 && len(c.in)-unparsed >= n {
+		copy(c.in, c.in[c.rpos:c.rlen])
+		c.rpos, c.rlen = 0, unparsed
+		return
+	}
+	if len(c.in)-c.rlen >= n {
+		return
+	}
+	nb := make([]byte, max(2*len(c.in), unparsed+n))
+	copy(nb, c.in[c.rpos:c.rlen])
+	c.in, c.rpos, c.rlen = nb, 0, unparsed
+}
+
+// Pop drops the first answer awaited.
+func (c *Conn[E, P]) Pop() {
+	// Shift down rather than reslice, so that the slice keeps its room.
+	n := copy(c.Exp, c.Exp[1:])
+	var zero E
+	c.Exp[n] = zero
+	c.Exp = c.Exp[:n]
+}
+
+// DrainLocal answers the requests answered by tetherd (Await.Local) once it
+// is their turn, and reports whether it popped any.
+func (c *Conn[E, P]) DrainLocal() (popped bool) {
+	for !c.closed && len(c.Exp) > 0 {
+		a := *P(&c.Exp[0]).Head()
+		if !a.Local {
+			break
+		}
+		c.Pop()
+		popped = true
+		if a.R.Err == nil {
+			a.R.Err = a.Err
+		}
+		if a.Last {
+			c.Finish(a.R)
+		}
+	}
+	return popped
+}
+
+// Finish answers r to the pool; while a retry is held (HoldForRetry), once
+// every request sent before it has been answered. Nothing once closed.
+func (c *Conn[E, P]) Finish(r *sqlpool.Request) {
+	if c.closed {
+		return
+	}
+	if !c.answers.Holding() {
+		c.PC.Done(r) // the hot path: no retry in progress
+		return
+	}
+	c.answers.Finish(r, c.Closed, c.PC.Done) // Done may send more: Enqueue keeps them in order
+}
+
+// HoldForRetry starts holding answers so that r, about to run again, is
+// answered before the requests sent after it; the answers still awaited for
+// r stop being its last (a check written after the failed attempt: the
+// retry writes its own).
+func (c *Conn[E, P]) HoldForRetry(r *sqlpool.Request) {
+	inflight := make([]*sqlpool.Request, len(c.Exp))
+	for i := range c.Exp {
+		a := P(&c.Exp[i]).Head()
+		inflight[i] = a.R
+		if a.R == r {
+			a.Last = false
+		}
+	}
+	c.answers.Hold(r, inflight, c.pending)
+}
+
+// Awaits reports whether an answer for r is still awaited.
+func (c *Conn[E, P]) Awaits(r *sqlpool.Request) bool {
+	for i := range c.Exp {
+		if P(&c.Exp[i]).Head().R == r {
+			return true
+		}
+	}
+	return false
+}
