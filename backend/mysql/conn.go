@@ -64,11 +64,11 @@ type conn struct {
 type expectKind uint8
 
 const (
-	expOK        expectKind = iota // OK or ERR (a result set is read and dropped)
+	expLocal     expectKind = iota // no packet: a request answered by tetherd, in its turn (Await.Local)
+	expOK                          // OK or ERR (a result set is read and dropped)
 	expPrepare                     // COM_STMT_PREPARE's answer
 	expResult                      // COM_STMT_EXECUTE's answer
 	expText                        // a request's COM_QUERY answer (text-protocol rows)
-	expLocal                       // no packet: a request answered by tetherd, in its turn (Await.Local)
 	expCollation                   // SELECT @@session.collation_connection, read into the request's report
 )
 
@@ -126,28 +126,8 @@ func (c *conn) Close() {
 	c.big = nil
 }
 
-// Send implements sqlpool.ServerConn.
-func (c *conn) Send(r *sqlpool.Request) {
-	c.Enqueue(r)
-	c.writePending()
-}
-
-// writePending writes the requests waiting, up to the first that needs a
-// statement prepared, and flushes.
-func (c *conn) writePending() {
-	for r := c.NextPending(); r != nil; r = c.NextPending() {
-		c.write(r)
-	}
-	c.FlushLater()
-	c.drainLocal()
-}
-
-// local awaits no answer for r: tetherd answers it, with err, in its turn.
-func (c *conn) local(r *sqlpool.Request, err error) {
-	c.Exp = append(c.Exp, expect{kind: expLocal, Await: sqlconn.Await{R: r, Last: true, Local: true, Err: err}})
-}
-
-func (c *conn) write(r *sqlpool.Request) {
+// WriteRequest implements sqlconn.Protocol.
+func (c *conn) WriteRequest(r *sqlpool.Request) {
 	switch r.Kind {
 	case sqlpool.KindQuery, sqlpool.KindExec:
 		if len(r.Params) == 0 {
@@ -170,7 +150,7 @@ func (c *conn) write(r *sqlpool.Request) {
 	case sqlpool.KindApply:
 		d := sqlpool.DiffProfiles(c.PC.Profile(), r.Profile)
 		if d.Empty() {
-			c.local(r, nil)
+			c.Local(r, nil)
 			return
 		}
 		c.query(r, applySQL(d, c.baseline), true)
@@ -188,7 +168,7 @@ func (c *conn) write(r *sqlpool.Request) {
 	case sqlpool.KindProbe:
 		c.query(r, "DO 0", true)
 	default:
-		c.local(r, fmt.Errorf("mysql: request kind %s", r.Kind))
+		c.Local(r, fmt.Errorf("mysql: request kind %s", r.Kind))
 	}
 }
 
@@ -254,7 +234,7 @@ func appendPackets(dst, payload []byte, seq byte) []byte {
 // for r after ER_NEED_REPREPARE.
 func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if len(r.Params) != st.nparams {
-		c.local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", st.nparams, len(r.Params)))
+		c.Local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", st.nparams, len(r.Params)))
 		return
 	}
 	if h := testHookStale.Load(); h != nil && (*h)(st.sql) {
@@ -281,7 +261,7 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 			typ, unsigned, err := c.appendParam(v)
 			if err != nil {
 				c.Out = c.Out[:start]
-				c.local(r, tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err))
+				c.Local(r, tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err))
 				return
 			}
 			if typ == gomysql.MYSQL_TYPE_NULL {
@@ -455,7 +435,7 @@ func (c *conn) onPrepare(e *expect, p []byte) {
 		c.pop()
 		c.Finish(r)
 		c.Blocked--
-		c.writePending()
+		c.WritePending()
 	default:
 		c.Fail(errMalformed)
 	}
@@ -469,7 +449,7 @@ func (c *conn) prepared(e *expect) {
 	c.stmts.Put(st.sql, st)
 	c.Blocked--
 	c.execute(r, st, retried)
-	c.writePending()
+	c.WritePending()
 }
 
 // onResult decodes a statement's answer: an OK, an ERR, or result sets
@@ -640,7 +620,7 @@ func (c *conn) stale(e *expect, p []byte) {
 	if !c.Awaits(r) {
 		c.Finish(r)
 	} // else the collation read written after it ends the request, as usual
-	c.drainLocal()
+	c.DrainLocal()
 }
 
 // unpooledWhy names, for logs, what the text filter looks for.
@@ -657,24 +637,13 @@ func (c *conn) completed(e *expect) {
 	if last {
 		c.Finish(r)
 	}
-	c.drainLocal()
+	c.DrainLocal()
 }
 
 // pop drops the first expectation and resets the decoding state.
 func (c *conn) pop() {
 	c.Pop()
-	c.resetAnswer()
-}
-
-func (c *conn) resetAnswer() {
 	c.rs.phase, c.rs.results, c.rs.err, c.rs.skip = phaseFirst, 0, nil, 0
-}
-
-// drainLocal answers the requests answered by tetherd once it is their turn.
-func (c *conn) drainLocal() {
-	if c.DrainLocal() {
-		c.resetAnswer()
-	}
 }
 
 // stmt is a statement prepared on one connection.

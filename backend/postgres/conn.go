@@ -65,14 +65,14 @@ type conn struct {
 type expectKind uint8
 
 const (
-	expPrepare expectKind = iota // Parse, Describe, Sync
+	expLocal   expectKind = iota // no message: a request answered by tetherd, in its turn (Await.Local)
+	expPrepare                   // Parse, Describe, Sync
 	expExec                      // Bind, Execute, Sync of a prepared statement
 	expSimple                    // a simple Query of tetherd's own
 	expCheck                     // checkSQL
 	expVar                       // SELECT current_setting of the variable a SET set
 	expApply                     // an unnamed Parse, Bind, Execute, Sync of tetherd's own
 	expClose                     // Close of an evicted statement, Sync
-	expLocal                     // no message: a request answered by tetherd, in its turn (Await.Local)
 )
 
 // expect is one answer awaited (up to its ReadyForQuery), and its request
@@ -107,28 +107,8 @@ func (c *conn) String() string { return "postgres pid " + strconv.FormatUint(uin
 // then close.
 func (c *conn) Close() { c.CloseSocket([]byte{'X', 0, 0, 0, 4}) }
 
-// Send implements sqlpool.ServerConn.
-func (c *conn) Send(r *sqlpool.Request) {
-	c.Enqueue(r)
-	c.writePending()
-}
-
-// writePending writes the requests waiting, up to the first whose
-// statement is being prepared, and flushes.
-func (c *conn) writePending() {
-	for r := c.NextPending(); r != nil; r = c.NextPending() {
-		c.write(r)
-	}
-	c.FlushLater()
-	c.DrainLocal()
-}
-
-// local awaits no message for r: tetherd answers it, with err, in its turn.
-func (c *conn) local(r *sqlpool.Request, err error) {
-	c.Exp = append(c.Exp, expect{kind: expLocal, Await: sqlconn.Await{R: r, Last: true, Local: true, Err: err}})
-}
-
-func (c *conn) write(r *sqlpool.Request) {
+// WriteRequest implements sqlconn.Protocol.
+func (c *conn) WriteRequest(r *sqlpool.Request) {
 	switch r.Kind {
 	case sqlpool.KindQuery, sqlpool.KindExec:
 		st := c.stmts.Get(r.SQL)
@@ -168,7 +148,7 @@ func (c *conn) write(r *sqlpool.Request) {
 	case sqlpool.KindProbe:
 		c.simple(r, "SELECT 1", true)
 	default:
-		c.local(r, fmt.Errorf("postgres: request kind %s", r.Kind))
+		c.Local(r, fmt.Errorf("postgres: request kind %s", r.Kind))
 	}
 }
 
@@ -206,7 +186,7 @@ func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
 // for r after a stale Bind.
 func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if len(r.Params) != len(st.params) {
-		c.local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params)))
+		c.Local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params)))
 		return
 	}
 	start := len(c.Out)
@@ -225,7 +205,7 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 		var err error
 		if c.Out, f, err = appendParam(c.Out, st.params[i], v); err != nil {
 			c.Out = c.Out[:start]
-			c.local(r, tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err))
+			c.Local(r, tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err))
 			return
 		}
 		binary.BigEndian.PutUint16(c.Out[formats+2*i:], uint16(f))
@@ -264,7 +244,7 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 func (c *conn) apply(r *sqlpool.Request) {
 	d := sqlpool.DiffProfiles(c.PC.Profile(), r.Profile)
 	if d.Empty() {
-		c.local(r, nil)
+		c.Local(r, nil)
 		return
 	}
 	n := len(d.Set) + len(d.Reset)
@@ -451,7 +431,7 @@ func (c *conn) ready(e *expect, body []byte) {
 		c.Blocked--
 		if r.Err != nil {
 			c.Finish(r)
-			c.writePending()
+			c.WritePending()
 			return
 		}
 		if st.resultFormats == nil {
@@ -459,7 +439,7 @@ func (c *conn) ready(e *expect, body []byte) {
 		}
 		c.stmts.Put(st.sql, st)
 		c.execute(r, st, retried)
-		c.writePending()
+		c.WritePending()
 		return
 	case expExec:
 		if e.stale != nil {

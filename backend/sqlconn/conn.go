@@ -35,10 +35,23 @@ type Await struct {
 	Err   error
 }
 
-// Entry is a pointer to a protocol's entry type E, which embeds Await.
+// Entry is a pointer to a protocol's entry type E, which embeds Await. The
+// zero E must be an answer tetherd gives itself (Local).
 type Entry[E any] interface {
 	*E
 	Head() *Await
+}
+
+// Protocol is what Conn calls back: the protocol's ServerConn, which embeds
+// the Conn.
+type Protocol interface {
+	// Flush is Conn.Flush (promoted): the loop flushes the ServerConn, so
+	// that a panic there reaches the pool's Recover (evloop.Wrapper).
+	evloop.Flusher
+	// WriteRequest encodes r's commands into Out and appends the answers
+	// they get to Exp (a prepare first counting in Blocked, a request
+	// tetherd answers itself with Local).
+	WriteRequest(r *sqlpool.Request)
 }
 
 // Conn is the protocol-free half of one loop-driven server connection. Its
@@ -47,9 +60,10 @@ type Entry[E any] interface {
 //
 // The protocol's life with it:
 //  1. Adopt the non-blocking socket once dialled; Start it from Attach.
-//  2. Send: Enqueue the request, then write each request NextPending gives
-//     (encoding into Out, appending its answers to Exp; a statement to
-//     prepare first counts in Blocked), then FlushLater and DrainLocal.
+//  2. Send (sqlpool.ServerConn's, promoted) queues the request and writes
+//     it unless a prepare is in flight (Blocked): Protocol.WriteRequest
+//     encodes it into Out and appends its answers to Exp. Once a prepare
+//     is answered, WritePending writes the requests that waited for it.
 //  3. OnReadable: for Read() { parse } where parse takes each whole message
 //     with Peek and Take and decodes it as part of Exp[0]'s answer; Pop an
 //     answer once complete and Finish its request on its last answer.
@@ -73,7 +87,7 @@ type Conn[E any, P Entry[E]] struct {
 
 	fd       int
 	loop     *evloop.Loop
-	owner    evloop.Flusher // the ServerConn, whose Flush the loop calls
+	proto    Protocol
 	wpos     int
 	wantOut  bool
 	flushDue bool // registered to flush at the end of the loop's turn
@@ -96,11 +110,10 @@ func (c *Conn[E, P]) Adopt(fd int) { c.fd = fd }
 // Fd implements sqlpool.ServerConn.
 func (c *Conn[E, P]) Fd() int { return c.fd }
 
-// Start hands the connection to the pool's side of it, pc, on loop. owner is
-// the protocol's ServerConn: the loop flushes it (its Flush calls Conn.Flush),
-// so that a panic there reaches the pool's Recover (evloop.Wrapper).
-func (c *Conn[E, P]) Start(pc *sqlpool.Conn, loop *evloop.Loop, owner evloop.Flusher) {
-	c.PC, c.loop, c.owner = pc, loop, owner
+// Start hands the connection to the pool's side of it, pc, on loop; proto
+// is the protocol's ServerConn that embeds c.
+func (c *Conn[E, P]) Start(pc *sqlpool.Conn, loop *evloop.Loop, proto Protocol) {
+	c.PC, c.loop, c.proto = pc, loop, proto
 }
 
 // Closed reports whether CloseSocket ran.
@@ -127,24 +140,35 @@ func (c *Conn[E, P]) Fail(err error) {
 	c.PC.Fail(err)
 }
 
-// Enqueue notes r, sent by the pool, to be written in its turn
-// (NextPending).
-func (c *Conn[E, P]) Enqueue(r *sqlpool.Request) {
+// Send implements sqlpool.ServerConn: r is written after the requests sent
+// before it, at once unless a prepare is in flight.
+func (c *Conn[E, P]) Send(r *sqlpool.Request) {
 	c.answers.Sent(r)
 	c.pending = append(c.pending, r)
+	c.WritePending()
 }
 
-// NextPending returns the next request to write, nil when there is none, a
-// prepare is in flight (Blocked), or the connection is closed.
-func (c *Conn[E, P]) NextPending() *sqlpool.Request {
-	if c.Blocked != 0 || len(c.pending) == 0 || c.closed {
-		return nil
+// WritePending writes the requests waiting, up to the first that needs a
+// statement prepared (Blocked), flushes at the end of the loop's turn, and
+// answers the requests tetherd answers itself (DrainLocal).
+func (c *Conn[E, P]) WritePending() {
+	for c.Blocked == 0 && len(c.pending) > 0 && !c.closed {
+		r := c.pending[0]
+		n := copy(c.pending, c.pending[1:])
+		c.pending[n] = nil
+		c.pending = c.pending[:n]
+		c.proto.WriteRequest(r)
 	}
-	r := c.pending[0]
-	n := copy(c.pending, c.pending[1:])
-	c.pending[n] = nil
-	c.pending = c.pending[:n]
-	return r
+	c.FlushLater()
+	c.DrainLocal()
+}
+
+// Local awaits no message for r: tetherd answers it, with err, in its turn
+// (DrainLocal).
+func (c *Conn[E, P]) Local(r *sqlpool.Request, err error) {
+	var zero E // set in place: a local E would escape through Head
+	c.Exp = append(c.Exp, zero)
+	*P(&c.Exp[len(c.Exp)-1]).Head() = Await{R: r, Last: true, Local: true, Err: err}
 }
 
 // FlushLater writes Out at the end of the loop's turn, with the others of
@@ -152,7 +176,7 @@ func (c *Conn[E, P]) NextPending() *sqlpool.Request {
 func (c *Conn[E, P]) FlushLater() {
 	if !c.flushDue && c.wpos < len(c.Out) {
 		c.flushDue = true
-		c.loop.FlushLater(c.owner)
+		c.loop.FlushLater(c.proto)
 	}
 }
 
@@ -298,15 +322,14 @@ func (c *Conn[E, P]) Pop() {
 }
 
 // DrainLocal answers the requests answered by tetherd (Await.Local) once it
-// is their turn, and reports whether it popped any.
-func (c *Conn[E, P]) DrainLocal() (popped bool) {
+// is their turn.
+func (c *Conn[E, P]) DrainLocal() {
 	for !c.closed && len(c.Exp) > 0 {
 		a := *P(&c.Exp[0]).Head()
 		if !a.Local {
 			break
 		}
 		c.Pop()
-		popped = true
 		if a.R.Err == nil {
 			a.R.Err = a.Err
 		}
@@ -314,7 +337,6 @@ func (c *Conn[E, P]) DrainLocal() (popped bool) {
 			c.Finish(a.R)
 		}
 	}
-	return popped
 }
 
 // Finish answers r to the pool; while a retry is held (HoldForRetry), once
@@ -327,7 +349,7 @@ func (c *Conn[E, P]) Finish(r *sqlpool.Request) {
 		c.PC.Done(r) // the hot path: no retry in progress
 		return
 	}
-	c.answers.Finish(r, c.Closed, c.PC.Done) // Done may send more: Enqueue keeps them in order
+	c.answers.Finish(r, c.Closed, c.PC.Done) // Done may send more: Send keeps them in order
 }
 
 // HoldForRetry starts holding answers so that r, about to run again, is
