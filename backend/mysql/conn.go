@@ -343,16 +343,8 @@ func (c *conn) appendParam(v any) (typ byte, unsigned bool, err error) {
 	return 0, false, fmt.Errorf("unsupported type %T", v)
 }
 
-// OnReadable implements evloop.Watcher: it reads what the socket has and
-// handles every whole packet.
-func (c *conn) OnReadable() {
-	for c.Read() {
-		c.parse()
-	}
-}
-
-// parse handles every whole packet read.
-func (c *conn) parse() {
+// Parse implements sqlconn.Protocol: it handles every whole packet read.
+func (c *conn) Parse() {
 	for !c.Closed() {
 		b := c.Peek(4)
 		if b == nil {

@@ -264,15 +264,8 @@ func (c *conn) apply(r *sqlpool.Request) {
 
 func appendSync(b []byte) []byte { return append(b, 'S', 0, 0, 0, 4) }
 
-// OnReadable implements evloop.Watcher.
-func (c *conn) OnReadable() {
-	for c.Read() {
-		c.parse()
-	}
-}
-
-// parse handles every whole message read.
-func (c *conn) parse() {
+// Parse implements sqlconn.Protocol: it handles every whole message read.
+func (c *conn) Parse() {
 	for !c.Closed() {
 		b := c.Peek(5)
 		if b == nil {

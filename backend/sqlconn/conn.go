@@ -52,6 +52,9 @@ type Protocol interface {
 	// they get to Exp (a prepare first counting in Blocked, a request
 	// tetherd answers itself with Local).
 	WriteRequest(r *sqlpool.Request)
+	// Parse handles every whole message read: it takes each with Peek and
+	// Take, while the connection is not Closed.
+	Parse()
 }
 
 // Conn is the protocol-free half of one loop-driven server connection. Its
@@ -64,9 +67,10 @@ type Protocol interface {
 //     it unless a prepare is in flight (Blocked): Protocol.WriteRequest
 //     encodes it into Out and appends its answers to Exp. Once a prepare
 //     is answered, WritePending writes the requests that waited for it.
-//  3. OnReadable: for Read() { parse } where parse takes each whole message
-//     with Peek and Take and decodes it as part of Exp[0]'s answer; Pop an
-//     answer once complete and Finish its request on its last answer.
+//  3. OnReadable (evloop.Watcher's, promoted) reads what the socket has and
+//     calls Protocol.Parse after each read, which takes each whole message
+//     with Peek and Take and decodes it as part of Exp[0]'s answer, Pops an
+//     answer once complete and Finishes its request on its last answer.
 //  4. Close: CloseSocket with the protocol's goodbye.
 //
 // Output is flushed at the end of the loop's turn (Loop.FlushLater), and
@@ -219,11 +223,19 @@ func (c *Conn[E, P]) flush() {
 	}
 }
 
-// Read reads what the socket has into the input buffer and reports whether
-// there is new input to parse; OnReadable calls it until it returns false:
-// the socket is drained, the connection closed, or failed (a read error or
-// the server's end of the stream).
-func (c *Conn[E, P]) Read() bool {
+// OnReadable implements evloop.Watcher: it reads what the socket has and
+// parses it (Protocol.Parse) after each read.
+func (c *Conn[E, P]) OnReadable() {
+	for c.read() {
+		c.proto.Parse()
+	}
+}
+
+// read reads what the socket has into the input buffer and reports whether
+// there is new input to parse; false once the socket is drained, the
+// connection closed, or failed (a read error or the server's end of the
+// stream).
+func (c *Conn[E, P]) read() bool {
 	if c.closed {
 		return false
 	}
@@ -282,7 +294,7 @@ func (c *Conn[E, P]) Peek(n int) []byte {
 }
 
 // Take takes the next n bytes of input (a whole message) and returns them,
-// valid until the next Read; false when not all of them are read yet, with
+// valid until the next read; false when not all of them are read yet, with
 // room made for the rest.
 func (c *Conn[E, P]) Take(n int) ([]byte, bool) {
 	avail := c.rlen - c.rpos
