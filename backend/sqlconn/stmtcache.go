@@ -3,7 +3,8 @@ package sqlconn
 // StmtCache keeps a connection's prepared statements by SQL text, at most
 // its size of them: the least recently used is closed on the server when a
 // new one comes past it. S is the protocol's statement (a pointer). Loop
-// goroutine only, like its connection.
+// goroutine only, like its connection; not to be copied once Init ran (its
+// list points into it).
 type StmtCache[S comparable] struct {
 	size  int
 	m     map[string]*cached[S]
