@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -238,6 +239,83 @@ func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
 				t.Errorf("%d %q: columns %v", i, batch[i], cols)
 			}
 		}
+	}
+}
+
+// TestBackend_SchemaChangeLocalAnswerBehind: a request tetherd answers
+// itself (a wrong count of arguments), pipelined behind a Bind refused for a
+// schema change, is answered in its turn with its own error, and the
+// messages of the statement's close and new prepare meet their own entries
+// (before, they met the local request's, and the connection was lost).
+func TestBackend_SchemaChangeLocalAnswerBehind(t *testing.T) {
+	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
+	direct, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	const tbl = "schema_local_behind"
+	for _, q := range []string{"DROP TABLE IF EXISTS " + tbl, "CREATE TABLE " + tbl + " (id int PRIMARY KEY, v int)",
+		"INSERT INTO " + tbl + " VALUES (1, 1)"} {
+		if _, err := direct.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer direct.Exec("DROP TABLE " + tbl)
+	cfg := tether.DefaultBackendConfig("postgres", dsn)
+	cfg.MaxConns, cfg.MinConns = 1, 1
+	b, err := postgres.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	star := "SELECT * FROM " + tbl + " WHERE id = $1"
+	one := "SELECT $1::int AS one"
+	for _, q := range []string{star, one} { // prepared on the one connection
+		if _, err := b.Query(ctx, tether.Statement{SQL: q, Params: []any{int64(1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := direct.Exec("ALTER TABLE " + tbl + " ADD COLUMN w text"); err != nil {
+		t.Fatal(err)
+	}
+	group := new(int)
+	answered := make(chan *sqlpool.Request, 2)
+	finish := func(r *sqlpool.Request) { answered <- r }
+	ra := &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: star, Params: []any{int64(1)}, Sink: tether.NewResultBuilder(0), Group: group, Done: finish}
+	rb := &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: one, Params: []any{int64(1), int64(2)}, Sink: tether.NewResultBuilder(0), Group: group, Done: finish}
+	b.Loop().Post(func() {
+		b.Submit(ra)
+		b.Submit(rb)
+	})
+	var order []*sqlpool.Request
+	for range 2 {
+		select {
+		case r := <-answered:
+			order = append(order, r)
+		case <-ctx.Done():
+			t.Fatalf("answered %d of 2", len(order))
+		}
+	}
+	if order[0] != ra {
+		t.Error("the request behind was answered first")
+	}
+	if ra.Err != nil {
+		t.Errorf("refused Bind: %v, want prepared again and run", ra.Err)
+	} else if cols := ra.Sink.(*tether.ResultBuilder).Result().Columns; !slices.Equal(cols, []string{"id", "v", "w"}) {
+		t.Errorf("refused Bind run again: columns %v", cols)
+	}
+	var te *tether.Error
+	if !errors.As(rb.Err, &te) || te.Code != tether.CodeBadRequest {
+		t.Errorf("2 arguments for 1: %v, want bad_request", rb.Err)
+	}
+	if r, err := b.Query(ctx, tether.Statement{SQL: "SELECT 5"}); err != nil || fmt.Sprint(r.Rows) != "[[5]]" {
+		t.Errorf("the connection after: %v, %v", r, err)
 	}
 }
 

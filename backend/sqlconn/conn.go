@@ -364,10 +364,12 @@ func (c *Conn[E, P]) Finish(r *sqlpool.Request) {
 	c.answers.Finish(r, c.Closed, c.PC.Done) // Done may send more: Send keeps them in order
 }
 
-// HoldForRetry starts holding answers so that r, about to run again, is
-// answered before the requests sent after it; the answers still awaited for
-// r stop being its last (a check written after the failed attempt: the
-// retry writes its own).
+// HoldForRetry starts holding answers so that r, its answer popped, about
+// to run again, is answered before the requests sent after it; the answers
+// still awaited for r stop being its last (a check written after the failed
+// attempt: the retry writes its own); and the requests tetherd answers
+// itself that are first in line now are answered (held until r is), so that
+// the answers to come meet the entries they belong to.
 func (c *Conn[E, P]) HoldForRetry(r *sqlpool.Request) {
 	inflight := make([]*sqlpool.Request, len(c.Exp))
 	for i := range c.Exp {
@@ -378,6 +380,7 @@ func (c *Conn[E, P]) HoldForRetry(r *sqlpool.Request) {
 		}
 	}
 	c.answers.Hold(r, inflight, c.pending)
+	c.DrainLocal()
 }
 
 // Awaits reports whether an answer for r is still awaited.
