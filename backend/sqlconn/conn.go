@@ -85,8 +85,8 @@ type Conn[E any, P Entry[E]] struct {
 	Out []byte
 	// Exp is the answers awaited, oldest first.
 	Exp []E
-	// Blocked counts the prepares in flight: NextPending gives nothing until
-	// their answers are in.
+	// Blocked counts the prepares in flight: the requests sent after them
+	// wait unwritten until their answers are in (WritePending).
 	Blocked int
 
 	fd       int
@@ -100,7 +100,7 @@ type Conn[E any, P Entry[E]] struct {
 	rpos     int
 	short    bool // the last read did not fill the buffer: the socket is drained
 	closed   bool
-	pending  []*sqlpool.Request // enqueued, not yet written
+	pending  []*sqlpool.Request // sent, not yet written
 
 	// answers keeps answers in the order sent while a request runs again
 	// (HoldForRetry).
