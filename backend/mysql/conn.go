@@ -1,22 +1,18 @@
 package mysql
 
 import (
-	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
-	"golang.org/x/sys/unix"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlconn"
 	"github.com/tether-php/tether/backend/sqlpool"
-	"github.com/tether-php/tether/internal/evloop"
 )
 
 // conn is one MySQL server connection driven by the event loop: it writes
@@ -43,59 +39,44 @@ import (
 // tx_aborted naming the schema change (ErrSchemaChanged), and the statement
 // is prepared afresh at its next use.
 type conn struct {
+	// The socket, the requests waiting behind a prepare, the answers
+	// awaited (Exp), their order while a statement runs again after
+	// ER_NEED_REPREPARE (retry).
+	sqlconn.Conn[expect, *expect]
+
 	drv      *driver
-	fd       int
 	threadID uint32
 	version  string
-	pc       *sqlpool.Conn
 	baseline map[string]string // the pooled variables' values after the setup
 
-	out     []byte // output the socket has not taken, from wpos
-	wpos    int
-	wantOut bool
-	in      []byte // input read, parsed up to rpos
-	rlen    int
-	rpos    int
-	big     []byte // a packet split over several wire packets, being joined
+	big []byte // a packet split over several wire packets, being joined
 
-	stmts   stmtCache
-	pending []*sqlpool.Request // accepted, waiting behind a prepare to be written
-	blocked int                // prepares in flight: pending waits for their answers
-	exp     []expect           // answers awaited, oldest first
-	rs      resultState        // the state of the answer being decoded
-	okp     ok                 // scratch
+	stmts   sqlconn.StmtCache[*stmt]
+	rs      resultState // the state of the answer being decoded
+	okp     ok          // scratch
 	scratch []byte
-	closed  bool
-	// flushDue: registered to flush at the end of the loop's turn.
-	flushDue bool
 	// inTx: the last OK said a transaction is open (SERVER_STATUS_IN_TRANS).
 	inTx bool
-
-	// answers keeps answers in the order sent while a statement runs again
-	// after ER_NEED_REPREPARE (retry).
-	answers sqlpool.AnswerOrder
 }
 
 // expectKind is the kind of answer a command gets.
 type expectKind uint8
 
 const (
-	expOK        expectKind = iota // OK or ERR (a result set is read and dropped)
+	expLocal     expectKind = iota // no packet: a request answered by tetherd, in its turn (Await.Local)
+	expOK                          // OK or ERR (a result set is read and dropped)
 	expPrepare                     // COM_STMT_PREPARE's answer
 	expResult                      // COM_STMT_EXECUTE's answer
 	expText                        // a request's COM_QUERY answer (text-protocol rows)
-	expLocal                       // no packet: a request answered by tetherd, in its turn
 	expCollation                   // SELECT @@session.collation_connection, read into the request's report
 )
 
-// expect is one answer awaited, and the request it belongs to.
+// expect is one answer awaited, and the request it belongs to (Await).
 type expect struct {
+	sqlconn.Await
 	kind expectKind
-	r    *sqlpool.Request
 	st   *stmt
 	h    hints // what the statement's text says of session state
-	last bool  // the request is complete with this answer
-	err  error // expLocal's outcome
 	// retried: the statement was prepared again once already for r.
 	retried bool
 	// fake: the command sent is DO 0 in place of the execute, whose answer
@@ -122,20 +103,16 @@ const (
 	phaseSkip           // prepare: parameter and column definitions
 )
 
-const (
-	maxPayload  = 1<<24 - 1
-	readChunk   = 16 << 10
-	keepBufSize = 1 << 20 // larger buffers are dropped once empty
-)
+// Head implements sqlconn.Entry.
+func (e *expect) Head() *sqlconn.Await { return &e.Await }
+
+const maxPayload = 1<<24 - 1
 
 // Attach implements sqlpool.ServerConn.
 func (c *conn) Attach(pc *sqlpool.Conn) {
-	c.pc = pc
-	c.stmts.init(c.drv.stmtCacheSize)
+	c.Start(pc, c.drv.loop(), c)
+	c.stmts.Init(c.drv.stmtCacheSize, c.closeStmt)
 }
-
-// Fd implements sqlpool.ServerConn.
-func (c *conn) Fd() int { return c.fd }
 
 // String implements sqlpool.ServerConn.
 func (c *conn) String() string { return "mysql thread " + strconv.FormatUint(uint64(c.threadID), 10) }
@@ -143,68 +120,20 @@ func (c *conn) String() string { return "mysql thread " + strconv.FormatUint(uin
 // Close implements sqlpool.ServerConn: COM_QUIT if the socket takes it now,
 // then close.
 func (c *conn) Close() {
-	if c.closed {
-		return
-	}
-	c.closed = true
 	quit := [5]byte{1, 0, 0, 0, gomysql.COM_QUIT}
-	evloop.RawWrite(c.fd, quit[:])
-	unix.Close(c.fd)
-	c.out, c.in, c.big = nil, nil, nil
+	c.CloseSocket(quit[:])
+	c.big = nil
 }
 
-// fail reports a broken connection to the pool, which drops it.
-func (c *conn) fail(err error) {
-	if c.closed {
-		return
-	}
-	c.pc.Fail(err)
-}
-
-// Send implements sqlpool.ServerConn.
-func (c *conn) Send(r *sqlpool.Request) {
-	c.answers.Sent(r)
-	c.pending = append(c.pending, r)
-	c.writePending()
-}
-
-// writePending writes the requests waiting, up to the first that needs a
-// statement prepared, and flushes.
-func (c *conn) writePending() {
-	for c.blocked == 0 && len(c.pending) > 0 && !c.closed {
-		r := c.pending[0]
-		n := copy(c.pending, c.pending[1:])
-		c.pending[n] = nil
-		c.pending = c.pending[:n]
-		c.write(r)
-	}
-	c.flushLater()
-	c.drainLocal()
-}
-
-// flushLater writes the commands at the end of the loop's turn, with the
-// others of the turn (evloop.Loop.FlushLater).
-func (c *conn) flushLater() {
-	if !c.flushDue && c.wpos < len(c.out) {
-		c.flushDue = true
-		c.drv.loop().FlushLater(c)
-	}
-}
-
-// Flush implements evloop.Flusher.
-func (c *conn) Flush() {
-	c.flushDue = false
-	c.flush()
-}
-
-func (c *conn) write(r *sqlpool.Request) {
+// WriteRequest implements sqlconn.Protocol.
+func (c *conn) WriteRequest(r *sqlpool.Request) {
 	switch r.Kind {
 	case sqlpool.KindQuery, sqlpool.KindExec:
 		if len(r.Params) == 0 {
 			c.text(r)
 			return
 		}
-		st := c.stmts.get(r.SQL)
+		st := c.stmts.Get(r.SQL)
 		if st == nil {
 			st = &stmt{sql: r.SQL, hints: sessionHints(r.SQL)}
 			c.prepare(r, st, false)
@@ -218,27 +147,27 @@ func (c *conn) write(r *sqlpool.Request) {
 	case sqlpool.KindRollback:
 		c.query(r, "ROLLBACK", true)
 	case sqlpool.KindApply:
-		d := sqlpool.DiffProfiles(c.pc.Profile(), r.Profile)
+		d := sqlpool.DiffProfiles(c.PC.Profile(), r.Profile)
 		if d.Empty() {
-			c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true})
+			c.Local(r, nil)
 			return
 		}
 		c.query(r, applySQL(d, c.baseline), true)
 	case sqlpool.KindReset:
 		// The server drops the prepared statements with the session state.
-		c.stmts.clear()
+		c.stmts.Clear()
 		c.command(gomysql.COM_RESET_CONNECTION, "")
-		c.exp = append(c.exp, expect{kind: expOK, r: r})
+		c.Exp = append(c.Exp, expect{kind: expOK, Await: sqlconn.Await{R: r}})
 		if db := c.drv.cfg.DBName; db != "" {
 			// The reset keeps the default schema a USE chose.
 			c.command(gomysql.COM_INIT_DB, db)
-			c.exp = append(c.exp, expect{kind: expOK, r: r})
+			c.Exp = append(c.Exp, expect{kind: expOK, Await: sqlconn.Await{R: r}})
 		}
 		c.query(r, c.drv.setupSQL, true)
 	case sqlpool.KindProbe:
 		c.query(r, "DO 0", true)
 	default:
-		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true, err: fmt.Errorf("mysql: request kind %s", r.Kind)})
+		c.Local(r, fmt.Errorf("mysql: request kind %s", r.Kind))
 	}
 }
 
@@ -247,40 +176,40 @@ func (c *conn) write(r *sqlpool.Request) {
 // again for r after ER_NEED_REPREPARE.
 func (c *conn) prepare(r *sqlpool.Request, st *stmt, retried bool) {
 	c.command(gomysql.COM_STMT_PREPARE, r.SQL)
-	c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st, retried: retried})
-	c.blocked++
+	c.Exp = append(c.Exp, expect{kind: expPrepare, Await: sqlconn.Await{R: r}, st: st, retried: retried})
+	c.Blocked++
 }
 
 // query writes a text-protocol statement (tetherd's own: no parameters).
 func (c *conn) query(r *sqlpool.Request, sql string, last bool) {
 	c.command(gomysql.COM_QUERY, sql)
-	c.exp = append(c.exp, expect{kind: expOK, r: r, last: last})
+	c.Exp = append(c.Exp, expect{kind: expOK, Await: sqlconn.Await{R: r, Last: last}})
 }
 
 // command writes a command packet: cmd followed by arg.
 func (c *conn) command(cmd byte, arg string) {
 	start := c.beginPacket()
-	c.out = append(c.out, cmd)
-	c.out = append(c.out, arg...)
+	c.Out = append(c.Out, cmd)
+	c.Out = append(c.Out, arg...)
 	c.endPacket(start)
 }
 
 func (c *conn) beginPacket() int {
-	start := len(c.out)
-	c.out = append(c.out, 0, 0, 0, 0)
+	start := len(c.Out)
+	c.Out = append(c.Out, 0, 0, 0, 0)
 	return start
 }
 
 // endPacket writes the header of the packet begun at start (sequence 0, a
 // command), splitting a payload of 16 MiB or more into several packets.
 func (c *conn) endPacket(start int) {
-	n := len(c.out) - start - 4
+	n := len(c.Out) - start - 4
 	if n < maxPayload {
-		c.out[start], c.out[start+1], c.out[start+2], c.out[start+3] = byte(n), byte(n>>8), byte(n>>16), 0
+		c.Out[start], c.Out[start+1], c.Out[start+2], c.Out[start+3] = byte(n), byte(n>>8), byte(n>>16), 0
 		return
 	}
-	payload := append([]byte(nil), c.out[start+4:]...)
-	c.out = appendPackets(c.out[:start], payload, 0)
+	payload := append([]byte(nil), c.Out[start+4:]...)
+	c.Out = appendPackets(c.Out[:start], payload, 0)
 }
 
 // appendPackets appends payload as packets numbered from seq, split at the
@@ -304,70 +233,68 @@ func appendPackets(dst, payload []byte, seq byte) []byte {
 // for r after ER_NEED_REPREPARE.
 func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if len(r.Params) != st.nparams {
-		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
-			err: tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", st.nparams, len(r.Params))})
+		c.Local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", st.nparams, len(r.Params)))
 		return
 	}
 	if h := testHookStale.Load(); h != nil && (*h)(st.sql) {
 		c.command(gomysql.COM_QUERY, "DO 0")
-		c.expectResult(expect{kind: expResult, r: r, st: st, h: st.hints, retried: retried, fake: true})
+		c.expectResult(expect{kind: expResult, Await: sqlconn.Await{R: r}, st: st, h: st.hints, retried: retried, fake: true})
 		return
 	}
 	start := c.beginPacket()
-	c.out = append(c.out, gomysql.COM_STMT_EXECUTE)
-	c.out = binary.LittleEndian.AppendUint32(c.out, st.id)
-	c.out = append(c.out, 0)                           // no cursor
-	c.out = binary.LittleEndian.AppendUint32(c.out, 1) // iteration count
+	c.Out = append(c.Out, gomysql.COM_STMT_EXECUTE)
+	c.Out = binary.LittleEndian.AppendUint32(c.Out, st.id)
+	c.Out = append(c.Out, 0)                           // no cursor
+	c.Out = binary.LittleEndian.AppendUint32(c.Out, 1) // iteration count
 	if n := len(r.Params); n > 0 {
-		nulls := len(c.out)
+		nulls := len(c.Out)
 		for i := 0; i < (n+7)/8; i++ {
-			c.out = append(c.out, 0)
+			c.Out = append(c.Out, 0)
 		}
-		c.out = append(c.out, 1) // types follow
-		types := len(c.out)
+		c.Out = append(c.Out, 1) // types follow
+		types := len(c.Out)
 		for i := 0; i < n; i++ {
-			c.out = append(c.out, 0, 0)
+			c.Out = append(c.Out, 0, 0)
 		}
 		for i, v := range r.Params {
 			typ, unsigned, err := c.appendParam(v)
 			if err != nil {
-				c.out = c.out[:start]
-				c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
-					err: tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err)})
+				c.Out = c.Out[:start]
+				c.Local(r, tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err))
 				return
 			}
 			if typ == gomysql.MYSQL_TYPE_NULL {
-				c.out[nulls+i/8] |= 1 << (i % 8)
+				c.Out[nulls+i/8] |= 1 << (i % 8)
 			}
-			c.out[types+2*i] = typ
+			c.Out[types+2*i] = typ
 			if unsigned {
-				c.out[types+2*i+1] = 0x80
+				c.Out[types+2*i+1] = 0x80
 			}
 		}
 	}
 	c.endPacket(start)
-	c.expectResult(expect{kind: expResult, r: r, st: st, h: st.hints, retried: retried})
+	c.expectResult(expect{kind: expResult, Await: sqlconn.Await{R: r}, st: st, h: st.hints, retried: retried})
 }
 
 // text writes a request without parameters as COM_QUERY.
 func (c *conn) text(r *sqlpool.Request) {
 	c.command(gomysql.COM_QUERY, r.SQL)
-	c.expectResult(expect{kind: expText, r: r, h: sessionHints(r.SQL)})
+	c.expectResult(expect{kind: expText, Await: sqlconn.Await{R: r}, h: sessionHints(r.SQL)})
 }
 
 // expectResult awaits e, a statement's answer, and the collation read back
 // after it when its text may change the character set.
 func (c *conn) expectResult(e expect) {
 	if e.h&hintCollation == 0 {
-		e.last = true
-		c.exp = append(c.exp, e)
+		e.Last = true
+		c.Exp = append(c.Exp, e)
 		return
 	}
 	// MariaDB's tracker reports SET NAMES' character sets but not its
 	// collation: the server is asked for it, in the same round trip.
-	c.exp = append(c.exp, e)
+	c.Exp = append(c.Exp, e)
 	c.command(gomysql.COM_QUERY, "SELECT @@session.collation_connection")
-	c.exp = append(c.exp, expect{kind: expCollation, r: e.r, last: true})
+	c.Exp = append(c.Exp, expect{kind: expCollation, Await: sqlconn.Await{R: e.R, Last: true}})
 }
 
 // appendParam appends one parameter's value and returns its type.
@@ -380,149 +307,54 @@ func (c *conn) appendParam(v any) (typ byte, unsigned bool, err error) {
 		if x {
 			b = 1
 		}
-		c.out = append(c.out, b)
+		c.Out = append(c.Out, b)
 		return gomysql.MYSQL_TYPE_TINY, false, nil
 	case int64:
-		c.out = binary.LittleEndian.AppendUint64(c.out, uint64(x))
+		c.Out = binary.LittleEndian.AppendUint64(c.Out, uint64(x))
 		return gomysql.MYSQL_TYPE_LONGLONG, false, nil
 	case int:
-		c.out = binary.LittleEndian.AppendUint64(c.out, uint64(x))
+		c.Out = binary.LittleEndian.AppendUint64(c.Out, uint64(x))
 		return gomysql.MYSQL_TYPE_LONGLONG, false, nil
 	case int32:
-		c.out = binary.LittleEndian.AppendUint64(c.out, uint64(int64(x)))
+		c.Out = binary.LittleEndian.AppendUint64(c.Out, uint64(int64(x)))
 		return gomysql.MYSQL_TYPE_LONGLONG, false, nil
 	case uint64:
-		c.out = binary.LittleEndian.AppendUint64(c.out, x)
+		c.Out = binary.LittleEndian.AppendUint64(c.Out, x)
 		return gomysql.MYSQL_TYPE_LONGLONG, true, nil
 	case float64:
-		c.out = binary.LittleEndian.AppendUint64(c.out, math.Float64bits(x))
+		c.Out = binary.LittleEndian.AppendUint64(c.Out, math.Float64bits(x))
 		return gomysql.MYSQL_TYPE_DOUBLE, false, nil
 	case float32:
-		c.out = binary.LittleEndian.AppendUint64(c.out, math.Float64bits(float64(x)))
+		c.Out = binary.LittleEndian.AppendUint64(c.Out, math.Float64bits(float64(x)))
 		return gomysql.MYSQL_TYPE_DOUBLE, false, nil
 	case string:
-		c.out = gomysql.AppendLengthEncodedInteger(c.out, uint64(len(x)))
-		c.out = append(c.out, x...)
+		c.Out = gomysql.AppendLengthEncodedInteger(c.Out, uint64(len(x)))
+		c.Out = append(c.Out, x...)
 		return gomysql.MYSQL_TYPE_STRING, false, nil
 	case []byte:
 		if x == nil {
 			return gomysql.MYSQL_TYPE_NULL, false, nil
 		}
-		c.out = gomysql.AppendLengthEncodedInteger(c.out, uint64(len(x)))
-		c.out = append(c.out, x...)
+		c.Out = gomysql.AppendLengthEncodedInteger(c.Out, uint64(len(x)))
+		c.Out = append(c.Out, x...)
 		return gomysql.MYSQL_TYPE_STRING, false, nil
 	}
 	return 0, false, fmt.Errorf("unsupported type %T", v)
 }
 
-// flush writes what the socket takes now; the rest when it is writable.
-func (c *conn) flush() {
-	for c.wpos < len(c.out) && !c.closed {
-		n, errno := evloop.RawWrite(c.fd, c.out[c.wpos:])
-		switch errno {
-		case 0:
-			c.wpos += n
-			continue
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			if !c.wantOut {
-				c.wantOut = true
-				c.drv.loop().WantWrite(c.fd, true)
-			}
+// Parse implements sqlconn.Protocol: it handles every whole packet read.
+func (c *conn) Parse() {
+	for !c.Closed() {
+		b := c.Peek(4)
+		if b == nil {
 			return
 		}
-		c.fail(fmt.Errorf("write: %w", errno))
-		return
-	}
-	c.out, c.wpos = c.out[:0], 0
-	if cap(c.out) > keepBufSize {
-		c.out = nil
-	}
-	if c.wantOut {
-		c.wantOut = false
-		c.drv.loop().WantWrite(c.fd, false)
-	}
-}
-
-// OnWritable implements evloop.Watcher.
-func (c *conn) OnWritable() { c.flush() }
-
-// OnReadable implements evloop.Watcher: it reads what the socket has and
-// handles every whole packet.
-func (c *conn) OnReadable() {
-	for !c.closed {
-		if len(c.in) == 0 {
-			c.in = make([]byte, readChunk)
-		}
-		if c.rlen == len(c.in) {
-			c.makeRoom(readChunk)
-		}
-		n, errno := evloop.RawRead(c.fd, c.in[c.rlen:])
-		if errno == unix.EAGAIN {
-			break
-		}
-		if errno == unix.EINTR {
-			continue
-		}
-		if errno != 0 || n <= 0 {
-			err := error(io.EOF)
-			if errno != 0 {
-				err = fmt.Errorf("read: %w", syscall.Errno(errno))
-			}
-			c.fail(err)
-			return
-		}
-		room := len(c.in) - c.rlen
-		c.rlen += n
-		c.parse()
-		if n < room {
-			break // the socket is drained
-		}
-	}
-	if c.closed {
-		return
-	}
-	if c.rpos == c.rlen {
-		c.rpos, c.rlen = 0, 0
-		if len(c.in) > keepBufSize {
-			c.in = nil
-		}
-	}
-}
-
-// makeRoom makes at least n bytes free after rlen, moving unparsed input to
-// the front or growing the buffer.
-func (c *conn) makeRoom(n int) {
-	unparsed := c.rlen - c.rpos
-	if c.rpos > 0 && len(c.in)-unparsed >= n {
-		copy(c.in, c.in[c.rpos:c.rlen])
-		c.rpos, c.rlen = 0, unparsed
-		return
-	}
-	if len(c.in)-c.rlen >= n {
-		return
-	}
-	nb := make([]byte, max(2*len(c.in), unparsed+n))
-	copy(nb, c.in[c.rpos:c.rlen])
-	c.in, c.rpos, c.rlen = nb, 0, unparsed
-}
-
-// parse handles every whole packet read.
-func (c *conn) parse() {
-	for !c.closed {
-		avail := c.rlen - c.rpos
-		if avail < 4 {
-			return
-		}
-		b := c.in[c.rpos:]
 		n := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16)
-		if avail < 4+n {
-			c.makeRoom(4 + n - avail)
+		b, whole := c.Take(4 + n)
+		if !whole {
 			return
 		}
-		p := c.in[c.rpos+4 : c.rpos+4+n]
-		c.rpos += 4 + n
+		p := b[4:]
 		if n == maxPayload || c.big != nil {
 			c.big = append(c.big, p...)
 			if n == maxPayload {
@@ -536,19 +368,19 @@ func (c *conn) parse() {
 
 // handle decodes one packet of the answer awaited first.
 func (c *conn) handle(p []byte) {
-	if len(c.exp) == 0 {
+	if len(c.Exp) == 0 {
 		if len(p) > 0 && p[0] == 0xff {
-			c.fail(fmt.Errorf("the server closed the session: %w", parseErr(p)))
+			c.Fail(fmt.Errorf("the server closed the session: %w", parseErr(p)))
 		} else {
-			c.fail(errors.New("protocol error: a packet nobody waited for"))
+			c.Fail(errors.New("protocol error: a packet nobody waited for"))
 		}
 		return
 	}
 	if len(p) == 0 {
-		c.fail(errMalformed)
+		c.Fail(errMalformed)
 		return
 	}
-	e := &c.exp[0]
+	e := &c.Exp[0]
 	if e.fake && c.rs.phase == phaseFirst {
 		p = errNeedReprepare
 	}
@@ -556,7 +388,7 @@ func (c *conn) handle(p []byte) {
 	case expPrepare:
 		c.onPrepare(e, p)
 	case expResult, expText:
-		c.onResult(e, p, e.r.Kind == sqlpool.KindQuery)
+		c.onResult(e, p, e.R.Kind == sqlpool.KindQuery)
 	default:
 		c.onResult(e, p, false)
 	}
@@ -576,7 +408,7 @@ func (c *conn) onPrepare(e *expect, p []byte) {
 	switch p[0] {
 	case 0x00:
 		if len(p) < 12 {
-			c.fail(errMalformed)
+			c.Fail(errMalformed)
 			return
 		}
 		st := e.st
@@ -589,26 +421,26 @@ func (c *conn) onPrepare(e *expect, p []byte) {
 		}
 		c.prepared(e)
 	case 0xff:
-		r := e.r
+		r := e.R
 		r.Err = c.drv.classify(parseErr(p))
 		c.pop()
-		c.finish(r)
-		c.blocked--
-		c.writePending()
+		c.Finish(r)
+		c.Blocked--
+		c.WritePending()
 	default:
-		c.fail(errMalformed)
+		c.Fail(errMalformed)
 	}
 }
 
 // prepared caches the statement, writes the EXECUTE that waited for it and
 // the requests behind it.
 func (c *conn) prepared(e *expect) {
-	r, st, retried := e.r, e.st, e.retried
+	r, st, retried := e.R, e.st, e.retried
 	c.pop()
-	c.stmts.put(st, c)
-	c.blocked--
+	c.stmts.Put(st.sql, st)
+	c.Blocked--
 	c.execute(r, st, retried)
-	c.writePending()
+	c.WritePending()
 }
 
 // onResult decodes a statement's answer: an OK, an ERR, or result sets
@@ -616,7 +448,7 @@ func (c *conn) prepared(e *expect) {
 // columns makes a query fail with unsupported, and an exec drops them all).
 func (c *conn) onResult(e *expect, p []byte, rows bool) {
 	rs := &c.rs
-	r := e.r
+	r := e.R
 	switch rs.phase {
 	case phaseFirst:
 		switch p[0] {
@@ -651,7 +483,7 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 	case phaseColumns:
 		col := &rs.cols[rs.ci]
 		if err := parseColumn(p, col); err != nil {
-			c.fail(err)
+			c.Fail(err)
 			return
 		}
 		if rows && rs.results == 0 {
@@ -680,7 +512,7 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 				c.scratch, err = decodeRow(p, rs.cols[:rs.ncols], r.Sink, c.scratch)
 			}
 			if err != nil {
-				c.fail(err)
+				c.Fail(err)
 				return
 			}
 			if err := r.Sink.EndRow(); err != nil { // the result passed max_result_bytes (tether.RowSink)
@@ -693,7 +525,7 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 		case e.kind != expResult:
 			// A text row of a result set tetherd drops.
 		default:
-			c.fail(errMalformed)
+			c.Fail(errMalformed)
 		}
 	}
 }
@@ -703,10 +535,10 @@ func (c *conn) onResult(e *expect, p []byte, rows bool) {
 func (c *conn) ended(e *expect, p []byte) {
 	o := &c.okp
 	if err := parseOK(p, o); err != nil {
-		c.fail(err)
+		c.Fail(err)
 		return
 	}
-	r := e.r
+	r := e.R
 	c.inTx = o.status&gomysql.SERVER_STATUS_IN_TRANS != 0
 	c.drv.report(o, r, e.h)
 	if (e.kind == expResult || e.kind == expText) && c.rs.results == 0 {
@@ -725,13 +557,13 @@ func (c *conn) ended(e *expect, p []byte) {
 
 // errored handles an ERR that ends an answer.
 func (c *conn) errored(e *expect, p []byte) {
-	if e.kind == expResult && c.rs.phase == phaseFirst && c.rs.results == 0 && e.r.Err == nil &&
+	if e.kind == expResult && c.rs.phase == phaseFirst && c.rs.results == 0 && e.R.Err == nil &&
 		len(p) >= 3 && binary.LittleEndian.Uint16(p[1:]) == erNeedReprepare {
 		c.stale(e, p)
 		return
 	}
-	if e.r.Err == nil {
-		e.r.Err = c.drv.classify(parseErr(p))
+	if e.R.Err == nil {
+		e.R.Err = c.drv.classify(parseErr(p))
 	}
 	c.completed(e)
 }
@@ -755,20 +587,15 @@ var testHookStale atomic.Pointer[func(sql string) bool]
 // that requests are answered in the order sent; in one, or when it was
 // retried already, the request fails.
 func (c *conn) stale(e *expect, p []byte) {
-	r, st, retried := e.r, e.st, e.retried
+	r, st, retried := e.R, e.st, e.retried
 	c.pop()
-	c.stmts.remove(st, c)
+	c.stmts.Remove(st.sql, st)
 	se := parseErr(p)
 	switch {
 	case !c.inTx && !retried && !r.State.Abandoned:
-		c.holdOrder(r)
-		for i := range c.exp {
-			if c.exp[i].r == r {
-				c.exp[i].last = false // the collation read written after it: the retry writes its own
-			}
-		}
+		c.HoldForRetry(r) // the collation read written after it: the retry writes its own
 		c.prepare(r, &stmt{sql: r.SQL, hints: sessionHints(r.SQL)}, true)
-		c.flushLater()
+		c.FlushLater()
 		return
 	case c.inTx:
 		code := strconv.Itoa(erNeedReprepare)
@@ -781,25 +608,10 @@ func (c *conn) stale(e *expect, p []byte) {
 	default:
 		r.Err = c.drv.classify(se)
 	}
-	for i := range c.exp {
-		if c.exp[i].r == r {
-			// The collation read written after it ends the request, as usual.
-			c.drainLocal()
-			return
-		}
-	}
-	c.finish(r)
-	c.drainLocal()
-}
-
-// holdOrder starts holding answers so that r, about to run again, is
-// answered before the requests sent after it.
-func (c *conn) holdOrder(r *sqlpool.Request) {
-	inflight := make([]*sqlpool.Request, len(c.exp))
-	for i := range c.exp {
-		inflight[i] = c.exp[i].r
-	}
-	c.answers.Hold(r, inflight, c.pending)
+	if !c.Awaits(r) {
+		c.Finish(r)
+	} // else the collation read written after it ends the request, as usual
+	c.DrainLocal()
 }
 
 // unpooledWhy names, for logs, what the text filter looks for.
@@ -808,54 +620,22 @@ const unpooledWhy = "GET_LOCK, LAST_INSERT_ID, CALL, EXECUTE, HANDLER or XA"
 // completed pops an answered expectation and finishes its request if that
 // was its last answer.
 func (c *conn) completed(e *expect) {
-	r, last := e.r, e.last
+	r, last := e.R, e.Last
 	if e.h&hintUnpooled != 0 {
 		r.AddUnpooled("statement text (" + unpooledWhy + ")")
 	}
 	c.pop()
 	if last {
-		c.finish(r)
+		c.Finish(r)
 	}
-	c.drainLocal()
+	c.DrainLocal()
 }
 
 // pop drops the first expectation and resets the decoding state.
 func (c *conn) pop() {
-	// Shift down rather than reslice, so that the slice keeps its room.
-	n := copy(c.exp, c.exp[1:])
-	c.exp[n] = expect{}
-	c.exp = c.exp[:n]
+	c.Pop()
 	c.rs.phase, c.rs.results, c.rs.err, c.rs.skip = phaseFirst, 0, nil, 0
 }
-
-// drainLocal answers the requests answered by tetherd once it is their turn.
-func (c *conn) drainLocal() {
-	for !c.closed && len(c.exp) > 0 && c.exp[0].kind == expLocal {
-		e := c.exp[0]
-		c.pop()
-		if e.r.Err == nil {
-			e.r.Err = e.err
-		}
-		if e.last {
-			c.finish(e.r)
-		}
-	}
-}
-
-// finish answers r to the pool; while a retry is held (holdOrder), once
-// every request sent before it has been answered.
-func (c *conn) finish(r *sqlpool.Request) {
-	if c.closed {
-		return
-	}
-	if !c.answers.Holding() {
-		c.pc.Done(r) // the hot path: no retry in progress
-		return
-	}
-	c.answers.Finish(r, c.isClosed, c.pc.Done) // Done may send more: Send keeps them in order
-}
-
-func (c *conn) isClosed() bool { return c.closed }
 
 // stmt is a statement prepared on one connection.
 type stmt struct {
@@ -863,65 +643,15 @@ type stmt struct {
 	id      uint32
 	nparams int
 	hints   hints
-	elem    *list.Element
 }
 
-// stmtCache keeps a connection's prepared statements by SQL text, the least
-// recently used closed past its size.
-type stmtCache struct {
-	size int
-	m    map[string]*stmt
-	lru  list.List // front: most recently used
-}
-
-func (s *stmtCache) init(size int) {
-	s.size = max(size, 1)
-	s.m = make(map[string]*stmt)
-	s.lru.Init()
-}
-
-func (s *stmtCache) get(sql string) *stmt {
-	st := s.m[sql]
-	if st != nil {
-		s.lru.MoveToFront(st.elem)
-	}
-	return st
-}
-
-// put caches st, closing the least recently used statement on c when full.
-func (s *stmtCache) put(st *stmt, c *conn) {
-	if old := s.m[st.sql]; old != nil {
-		s.lru.Remove(old.elem)
-	}
-	st.elem = s.lru.PushFront(st)
-	s.m[st.sql] = st
-	for len(s.m) > s.size {
-		victim := s.lru.Remove(s.lru.Back()).(*stmt)
-		delete(s.m, victim.sql)
-		start := c.beginPacket()
-		c.out = append(c.out, gomysql.COM_STMT_CLOSE)
-		c.out = binary.LittleEndian.AppendUint32(c.out, victim.id)
-		c.endPacket(start)
-	}
-}
-
-// remove closes st on c, if it is the statement cached for its SQL.
-func (s *stmtCache) remove(st *stmt, c *conn) {
-	if s.m[st.sql] != st {
-		return
-	}
-	s.lru.Remove(st.elem)
-	delete(s.m, st.sql)
+// closeStmt writes COM_STMT_CLOSE for st (sqlconn.StmtCache): no answer
+// comes to it.
+func (c *conn) closeStmt(st *stmt) {
 	start := c.beginPacket()
-	c.out = append(c.out, gomysql.COM_STMT_CLOSE)
-	c.out = binary.LittleEndian.AppendUint32(c.out, st.id)
+	c.Out = append(c.Out, gomysql.COM_STMT_CLOSE)
+	c.Out = binary.LittleEndian.AppendUint32(c.Out, st.id)
 	c.endPacket(start)
-}
-
-// clear forgets every statement (the server dropped them).
-func (s *stmtCache) clear() {
-	clear(s.m)
-	s.lru.Init()
 }
 
 var _ sqlpool.ServerConn = (*conn)(nil)

@@ -132,7 +132,7 @@ func (d *driver) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.fd = fd
+	c.Adopt(fd)
 	ok = true
 	nc.Close() // the loop works on the duplicate
 	return c, nil

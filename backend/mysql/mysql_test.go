@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/backendtest"
 	"github.com/tether-php/tether/backend/mysql"
+	"github.com/tether-php/tether/backend/sqlpool"
 )
 
 // TestBackend runs the shared suite against the real MariaDB/MySQL server
@@ -274,19 +276,19 @@ func TestBackend_NeedReprepare(t *testing.T) {
 	prepares := status("Com_stmt_prepare")
 	// The hook refuses the next execute of each armed statement.
 	var mu sync.Mutex
-	armed, faked := map[string]bool{}, map[string]int{}
+	armed, faked := map[string]int{}, map[string]int{}
 	arm := func(sql string) {
 		mu.Lock()
-		armed[sql] = true
+		armed[sql]++
 		mu.Unlock()
 	}
 	restore := mysql.SetStaleHook(func(sql string) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		if !armed[sql] {
+		if armed[sql] == 0 {
 			return false
 		}
-		delete(armed, sql)
+		armed[sql]--
 		faked[sql]++
 		return true
 	})
@@ -338,6 +340,92 @@ func TestBackend_NeedReprepare(t *testing.T) {
 		// Each was prepared again (plus the status statement's own prepare).
 		if d := status("Com_stmt_prepare") - prepares; d < 2 {
 			t.Errorf("%d prepares after the refusals, want each statement prepared again", d)
+		}
+	})
+
+	t.Run("LocalAnswerBehind", func(t *testing.T) {
+		// A request tetherd answers itself (a wrong count of arguments),
+		// pipelined behind the refused execute, is answered in its turn
+		// with its own error; the prepare written for the retry gets its
+		// own answer, not the local request's.
+		const local = "SELECT ? AS one /*local*/"
+		if _, err := b.Query(ctx, tether.Statement{SQL: local, Params: []any{int64(1)}}); err != nil { // prepared
+			t.Fatal(err)
+		}
+		arm(insert)
+		batch := new(int)
+		done := make(chan *sqlpool.Request, 2)
+		finish := func(r *sqlpool.Request) { done <- r }
+		ra := &sqlpool.Request{Kind: sqlpool.KindExec, SQL: insert, Params: []any{"local-behind"}, Group: batch, Done: finish}
+		rb := &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: local, Params: []any{int64(1), int64(2)}, Group: batch,
+			Sink: tether.NewResultBuilder(0), Done: finish}
+		if err := b.Loop().Post(func() { b.Submit(ra); b.Submit(rb) }); err != nil {
+			t.Fatal(err)
+		}
+		var order []*sqlpool.Request
+		for range 2 {
+			select {
+			case r := <-done:
+				order = append(order, r)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("answers after 10 s: %d of 2", len(order))
+			}
+		}
+		if order[0] != ra {
+			t.Errorf("the request behind was answered first")
+		}
+		if ra.Err != nil || ra.Affected != 1 {
+			t.Errorf("refused insert: %v, %d affected; want retried, 1", ra.Err, ra.Affected)
+		}
+		var te *tether.Error
+		if !errors.As(rb.Err, &te) || te.Code != tether.CodeBadRequest {
+			t.Errorf("request with 2 arguments for 1: %v, want bad_request", rb.Err)
+		}
+		if r, err := b.Query(ctx, tether.Statement{SQL: "SELECT 5"}); err != nil || fmt.Sprint(r.Rows) != "[[5]]" {
+			t.Errorf("the connection after: %v, %v", r, err)
+		}
+	})
+
+	t.Run("PreparedAgainTwice", func(t *testing.T) {
+		// Two executes of one statement pipelined, both refused: each is
+		// prepared again, the second replaces the first in the cache, and
+		// the first is closed on the server, not left open there.
+		const twice = "SELECT ? AS twice /*stale*/"
+		if _, err := b.Query(ctx, tether.Statement{SQL: twice, Params: []any{int64(0)}}); err != nil { // prepared
+			t.Fatal(err)
+		}
+		closes := status("Com_stmt_close")
+		arm(twice)
+		arm(twice)
+		batch := new(int)
+		done := make(chan *sqlpool.Request, 2)
+		finish := func(r *sqlpool.Request) { done <- r }
+		reqs := []*sqlpool.Request{
+			{Kind: sqlpool.KindQuery, SQL: twice, Params: []any{int64(1)}, Group: batch, Sink: tether.NewResultBuilder(0), Done: finish},
+			{Kind: sqlpool.KindQuery, SQL: twice, Params: []any{int64(2)}, Group: batch, Sink: tether.NewResultBuilder(0), Done: finish},
+		}
+		if err := b.Loop().Post(func() { b.Submit(reqs[0]); b.Submit(reqs[1]) }); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			select {
+			case r := <-done:
+				if r != reqs[i] {
+					t.Errorf("answer %d is request %d's", i, 1-i)
+				}
+				if r.Err != nil {
+					t.Errorf("request %d: %v, want retried", i, r.Err)
+				} else if rows := r.Sink.(*tether.ResultBuilder).Result().Rows; fmt.Sprint(rows) != fmt.Sprintf("[[%d]]", i+1) {
+					t.Errorf("request %d: rows %v", i, rows)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("answers after 10 s: %d of 2", i)
+			}
+		}
+		// The statement refused (closed when refused) and the first
+		// statement prepared again (closed when the second replaced it).
+		if d := status("Com_stmt_close") - closes; d != 2 {
+			t.Errorf("%d statements closed, want 2: the replaced one left open on the server", d)
 		}
 	})
 

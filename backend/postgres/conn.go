@@ -1,23 +1,19 @@
 package postgres
 
 import (
-	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
-	"golang.org/x/sys/unix"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlconn"
 	"github.com/tether-php/tether/backend/sqlpool"
-	"github.com/tether-php/tether/internal/evloop"
 )
 
 // conn is one PostgreSQL server connection driven by the event loop, in the
@@ -42,35 +38,22 @@ import (
 // that name its tables before they are used again (schemaGens), so that
 // they do not meet the error at all, inside transactions too.
 type conn struct {
+	// The socket, the requests waiting behind a prepare (a Bind needs the
+	// parameter types the prepare's answer brings), the answers awaited
+	// (Exp), their order while a statement runs again after a stale
+	// prepare (retry).
+	sqlconn.Conn[expect, *expect]
+
 	drv    *driver
-	fd     int
 	pid    uint32
 	secret []byte
 	addr   net.Addr // where a CancelRequest goes
-	pc     *sqlpool.Conn
 
-	out     []byte
-	wpos    int
-	wantOut bool
-	in      []byte
-	rlen    int
-	rpos    int
-
-	stmts    stmtCache
-	nextName uint64
-	pending  []*sqlpool.Request
-	// blocked counts the prepares in flight: pending requests wait for
-	// them (a Bind needs the parameter types the prepare's answer brings).
-	blocked   int
-	exp       []expect
+	stmts     sqlconn.StmtCache[*stmt]
+	nextName  uint64
 	scratch   []byte
 	txChecked bool // a statement in the open transaction was checked: check again at its end
-	closed    bool
-	flushDue  bool // registered to flush at the end of the loop's turn
 
-	// answers keeps answers in the order sent while a statement runs again
-	// after a stale prepare (retry).
-	answers sqlpool.AnswerOrder
 	// txDDL: DDL ran in the open transaction; its tables' statements are
 	// retired again when it ends (txDDLTables, or all of them).
 	txDDL       bool
@@ -81,23 +64,22 @@ type conn struct {
 type expectKind uint8
 
 const (
-	expPrepare expectKind = iota // Parse, Describe, Sync
+	expLocal   expectKind = iota // no message: a request answered by tetherd, in its turn (Await.Local)
+	expPrepare                   // Parse, Describe, Sync
 	expExec                      // Bind, Execute, Sync of a prepared statement
 	expSimple                    // a simple Query of tetherd's own
 	expCheck                     // checkSQL
 	expVar                       // SELECT current_setting of the variable a SET set
 	expApply                     // an unnamed Parse, Bind, Execute, Sync of tetherd's own
 	expClose                     // Close of an evicted statement, Sync
-	expLocal                     // no message: a request answered by tetherd, in its turn
 )
 
-// expect is one answer awaited (up to its ReadyForQuery), and its request.
+// expect is one answer awaited (up to its ReadyForQuery), and its request
+// (Await; none for expClose).
 type expect struct {
+	sqlconn.Await
 	kind expectKind
-	r    *sqlpool.Request // nil for expClose
 	st   *stmt
-	last bool
-	err  error // expLocal's outcome
 	// expExec: bound once BindComplete came (the statement runs from
 	// then on); stale is the error of a Bind refused for a schema change;
 	// retried: the statement was prepared again once already for it.
@@ -106,84 +88,31 @@ type expect struct {
 	retried bool
 }
 
-const (
-	readChunk   = 16 << 10
-	keepBufSize = 1 << 20
-)
+// Head implements sqlconn.Entry.
+func (e *expect) Head() *sqlconn.Await { return &e.Await }
 
 var errMalformed = errors.New("postgres: malformed message")
 
 // Attach implements sqlpool.ServerConn.
 func (c *conn) Attach(pc *sqlpool.Conn) {
-	c.pc = pc
-	c.stmts.init(c.drv.stmtCacheSize)
+	c.Start(pc, c.drv.loop(), c)
+	c.stmts.Init(c.drv.stmtCacheSize, c.writeClose)
 }
-
-// Fd implements sqlpool.ServerConn.
-func (c *conn) Fd() int { return c.fd }
 
 // String implements sqlpool.ServerConn.
 func (c *conn) String() string { return "postgres pid " + strconv.FormatUint(uint64(c.pid), 10) }
 
 // Close implements sqlpool.ServerConn: Terminate if the socket takes it now,
 // then close.
-func (c *conn) Close() {
-	if c.closed {
-		return
-	}
-	c.closed = true
-	evloop.RawWrite(c.fd, []byte{'X', 0, 0, 0, 4})
-	unix.Close(c.fd)
-	c.out, c.in = nil, nil
-}
+func (c *conn) Close() { c.CloseSocket([]byte{'X', 0, 0, 0, 4}) }
 
-func (c *conn) fail(err error) {
-	if c.closed {
-		return
-	}
-	c.pc.Fail(err)
-}
-
-// Send implements sqlpool.ServerConn.
-func (c *conn) Send(r *sqlpool.Request) {
-	c.answers.Sent(r)
-	c.pending = append(c.pending, r)
-	c.writePending()
-}
-
-func (c *conn) writePending() {
-	for c.blocked == 0 && len(c.pending) > 0 && !c.closed {
-		r := c.pending[0]
-		n := copy(c.pending, c.pending[1:])
-		c.pending[n] = nil
-		c.pending = c.pending[:n]
-		c.write(r)
-	}
-	c.flushLater()
-	c.drainLocal()
-}
-
-// flushLater writes the commands at the end of the loop's turn, with the
-// others of the turn (evloop.Loop.FlushLater).
-func (c *conn) flushLater() {
-	if !c.flushDue && c.wpos < len(c.out) {
-		c.flushDue = true
-		c.drv.loop().FlushLater(c)
-	}
-}
-
-// Flush implements evloop.Flusher.
-func (c *conn) Flush() {
-	c.flushDue = false
-	c.flush()
-}
-
-func (c *conn) write(r *sqlpool.Request) {
+// WriteRequest implements sqlconn.Protocol.
+func (c *conn) WriteRequest(r *sqlpool.Request) {
 	switch r.Kind {
 	case sqlpool.KindQuery, sqlpool.KindExec:
-		st := c.stmts.get(r.SQL)
+		st := c.stmts.Get(r.SQL)
 		if st != nil && c.drv.schema.changed(st) {
-			c.retire(st) // DDL through tetherd changed a table it names
+			c.stmts.Remove(st.sql, st) // DDL through tetherd changed a table it names: closed
 			st = nil
 		}
 		if st == nil {
@@ -204,13 +133,13 @@ func (c *conn) write(r *sqlpool.Request) {
 			// What a SET LOCAL set is over now; what a SET set is not.
 			c.txChecked = false
 			c.simple(r, checkSQL, true)
-			c.exp[len(c.exp)-1].kind = expCheck
+			c.Exp[len(c.Exp)-1].kind = expCheck
 		}
 	case sqlpool.KindApply:
 		c.apply(r)
 	case sqlpool.KindReset:
 		// DISCARD ALL drops the statements; ROLLBACK undoes a transaction's DDL.
-		c.stmts.clear()
+		c.stmts.Clear()
 		c.txDDL, c.txDDLAll, c.txDDLTables = false, false, nil
 		for i, sql := range resetSQL {
 			c.simple(r, sql, i == len(resetSQL)-1)
@@ -218,7 +147,7 @@ func (c *conn) write(r *sqlpool.Request) {
 	case sqlpool.KindProbe:
 		c.simple(r, "SELECT 1", true)
 	default:
-		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true, err: fmt.Errorf("postgres: request kind %s", r.Kind)})
+		c.Local(r, fmt.Errorf("postgres: request kind %s", r.Kind))
 	}
 }
 
@@ -230,30 +159,25 @@ func (c *conn) prepare(r *sqlpool.Request, retried bool) {
 	st := &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10)}
 	st.check, st.checkVar = checkFor(r.SQL, c.drv.pooled)
 	c.drv.schema.analyze(st)
-	c.out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.out)
-	c.out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.out)
-	c.out = appendSync(c.out)
-	c.exp = append(c.exp, expect{kind: expPrepare, r: r, st: st, retried: retried})
-	c.blocked++
+	c.Out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.Out)
+	c.Out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.Out)
+	c.Out = appendSync(c.Out)
+	c.Exp = append(c.Exp, expect{kind: expPrepare, Await: sqlconn.Await{R: r}, st: st, retried: retried})
+	c.Blocked++
 }
 
-// retire forgets st and closes it on the server (after whatever was written
-// before, which may still use it).
-func (c *conn) retire(st *stmt) {
-	c.stmts.remove(st)
-	c.writeClose(st)
-}
-
+// writeClose closes st on the server (sqlconn.StmtCache), after whatever
+// was written before, which may still use it.
 func (c *conn) writeClose(st *stmt) {
-	c.out, _ = (&pgproto3.Close{ObjectType: 'S', Name: st.name}).Encode(c.out)
-	c.out = appendSync(c.out)
-	c.exp = append(c.exp, expect{kind: expClose})
+	c.Out, _ = (&pgproto3.Close{ObjectType: 'S', Name: st.name}).Encode(c.Out)
+	c.Out = appendSync(c.Out)
+	c.Exp = append(c.Exp, expect{kind: expClose})
 }
 
 // simple writes a simple Query of tetherd's own.
 func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
-	c.out, _ = (&pgproto3.Query{String: sql}).Encode(c.out)
-	c.exp = append(c.exp, expect{kind: expSimple, r: r, last: last})
+	c.Out, _ = (&pgproto3.Query{String: sql}).Encode(c.Out)
+	c.Exp = append(c.Exp, expect{kind: expSimple, Await: sqlconn.Await{R: r, Last: last}})
 }
 
 // execute writes Bind, Execute and Sync for r on the prepared st, and the
@@ -261,71 +185,69 @@ func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
 // for r after a stale Bind.
 func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if len(r.Params) != len(st.params) {
-		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
-			err: tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params))})
+		c.Local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params)))
 		return
 	}
-	start := len(c.out)
-	c.out = append(c.out, 'B', 0, 0, 0, 0, 0) // length, unnamed portal
-	c.out = append(c.out, st.name...)
-	c.out = append(c.out, 0)
+	start := len(c.Out)
+	c.Out = append(c.Out, 'B', 0, 0, 0, 0, 0) // length, unnamed portal
+	c.Out = append(c.Out, st.name...)
+	c.Out = append(c.Out, 0)
 	n := len(r.Params)
-	c.out = binary.BigEndian.AppendUint16(c.out, uint16(n))
-	formats := len(c.out)
+	c.Out = binary.BigEndian.AppendUint16(c.Out, uint16(n))
+	formats := len(c.Out)
 	for i := 0; i < n; i++ {
-		c.out = append(c.out, 0, 0)
+		c.Out = append(c.Out, 0, 0)
 	}
-	c.out = binary.BigEndian.AppendUint16(c.out, uint16(n))
+	c.Out = binary.BigEndian.AppendUint16(c.Out, uint16(n))
 	for i, v := range r.Params {
 		var f int16
 		var err error
-		if c.out, f, err = appendParam(c.out, st.params[i], v); err != nil {
-			c.out = c.out[:start]
-			c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true,
-				err: tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err)})
+		if c.Out, f, err = appendParam(c.Out, st.params[i], v); err != nil {
+			c.Out = c.Out[:start]
+			c.Local(r, tether.Errorf(tether.CodeBadRequest, "parameter %d: %s", i+1, err))
 			return
 		}
-		binary.BigEndian.PutUint16(c.out[formats+2*i:], uint16(f))
+		binary.BigEndian.PutUint16(c.Out[formats+2*i:], uint16(f))
 	}
-	c.out = append(c.out, st.resultFormats...)
-	binary.BigEndian.PutUint32(c.out[start+1:], uint32(len(c.out)-start-1))
-	c.out = append(c.out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0) // Execute: unnamed portal, all rows
-	c.out = appendSync(c.out)
+	c.Out = append(c.Out, st.resultFormats...)
+	binary.BigEndian.PutUint32(c.Out[start+1:], uint32(len(c.Out)-start-1))
+	c.Out = append(c.Out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0) // Execute: unnamed portal, all rows
+	c.Out = appendSync(c.Out)
 	switch st.check {
 	case checkNone:
-		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true, retried: retried})
+		c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r, Last: true}, st: st, retried: retried})
 		return
 	case checkUnpooled:
 		r.AddUnpooled("a variable that is not pooled was set")
-		c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, last: true, retried: retried})
+		c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r, Last: true}, st: st, retried: retried})
 		return
 	}
 	// The server is asked, in the same round trip, what the statement left
 	// behind. In a transaction, it is asked again at its end (a ROLLBACK
 	// undoes a SET).
-	if c.pc.InTx() {
+	if c.PC.InTx() {
 		c.txChecked = true
 	}
-	c.exp = append(c.exp, expect{kind: expExec, r: r, st: st, retried: retried})
+	c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r}, st: st, retried: retried})
 	if st.check == checkVar {
-		c.out, _ = (&pgproto3.Query{String: "SELECT current_setting('" + st.checkVar + "')"}).Encode(c.out)
-		c.exp = append(c.exp, expect{kind: expVar, r: r, st: st, last: true})
+		c.Out, _ = (&pgproto3.Query{String: "SELECT current_setting('" + st.checkVar + "')"}).Encode(c.Out)
+		c.Exp = append(c.Exp, expect{kind: expVar, Await: sqlconn.Await{R: r, Last: true}, st: st})
 		return
 	}
-	c.out, _ = (&pgproto3.Query{String: checkSQL}).Encode(c.out)
-	c.exp = append(c.exp, expect{kind: expCheck, r: r, last: true})
+	c.Out, _ = (&pgproto3.Query{String: checkSQL}).Encode(c.Out)
+	c.Exp = append(c.Exp, expect{kind: expCheck, Await: sqlconn.Await{R: r, Last: true}})
 }
 
 // apply writes the set_config statement that brings the session's pooled
 // variables to r.Profile.
 func (c *conn) apply(r *sqlpool.Request) {
-	d := sqlpool.DiffProfiles(c.pc.Profile(), r.Profile)
+	d := sqlpool.DiffProfiles(c.PC.Profile(), r.Profile)
 	if d.Empty() {
-		c.exp = append(c.exp, expect{kind: expLocal, r: r, last: true})
+		c.Local(r, nil)
 		return
 	}
 	n := len(d.Set) + len(d.Reset)
-	c.out, _ = (&pgproto3.Parse{Query: applySQL(n)}).Encode(c.out)
+	c.Out, _ = (&pgproto3.Parse{Query: applySQL(n)}).Encode(c.Out)
 	params := make([][]byte, 0, 2*n)
 	for _, s := range d.Set {
 		params = append(params, []byte(s.Name), []byte(s.Value))
@@ -333,123 +255,31 @@ func (c *conn) apply(r *sqlpool.Request) {
 	for _, name := range d.Reset {
 		params = append(params, []byte(name), nil)
 	}
-	c.out, _ = (&pgproto3.Bind{Parameters: params}).Encode(c.out)
-	c.out = append(c.out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0)
-	c.out = appendSync(c.out)
-	c.exp = append(c.exp, expect{kind: expApply, r: r, last: true})
+	c.Out, _ = (&pgproto3.Bind{Parameters: params}).Encode(c.Out)
+	c.Out = append(c.Out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0)
+	c.Out = appendSync(c.Out)
+	c.Exp = append(c.Exp, expect{kind: expApply, Await: sqlconn.Await{R: r, Last: true}})
 }
 
 func appendSync(b []byte) []byte { return append(b, 'S', 0, 0, 0, 4) }
 
-func (c *conn) flush() {
-	for c.wpos < len(c.out) && !c.closed {
-		n, errno := evloop.RawWrite(c.fd, c.out[c.wpos:])
-		switch errno {
-		case 0:
-			c.wpos += n
-			continue
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			if !c.wantOut {
-				c.wantOut = true
-				c.drv.loop().WantWrite(c.fd, true)
-			}
+// Parse implements sqlconn.Protocol: it handles every whole message read.
+func (c *conn) Parse() {
+	for !c.Closed() {
+		b := c.Peek(5)
+		if b == nil {
 			return
 		}
-		c.fail(fmt.Errorf("write: %w", errno))
-		return
-	}
-	c.out, c.wpos = c.out[:0], 0
-	if cap(c.out) > keepBufSize {
-		c.out = nil
-	}
-	if c.wantOut {
-		c.wantOut = false
-		c.drv.loop().WantWrite(c.fd, false)
-	}
-}
-
-// OnWritable implements evloop.Watcher.
-func (c *conn) OnWritable() { c.flush() }
-
-// OnReadable implements evloop.Watcher.
-func (c *conn) OnReadable() {
-	for !c.closed {
-		if len(c.in) == 0 {
-			c.in = make([]byte, readChunk)
-		}
-		if c.rlen == len(c.in) {
-			c.makeRoom(readChunk)
-		}
-		n, errno := evloop.RawRead(c.fd, c.in[c.rlen:])
-		if errno == unix.EAGAIN {
-			break
-		}
-		if errno == unix.EINTR {
-			continue
-		}
-		if errno != 0 || n <= 0 {
-			err := error(io.EOF)
-			if errno != 0 {
-				err = fmt.Errorf("read: %w", syscall.Errno(errno))
-			}
-			c.fail(err)
-			return
-		}
-		room := len(c.in) - c.rlen
-		c.rlen += n
-		c.parse()
-		if n < room {
-			break
-		}
-	}
-	if c.closed {
-		return
-	}
-	if c.rpos == c.rlen {
-		c.rpos, c.rlen = 0, 0
-		if len(c.in) > keepBufSize {
-			c.in = nil
-		}
-	}
-}
-
-func (c *conn) makeRoom(n int) {
-	unparsed := c.rlen - c.rpos
-	if c.rpos > 0 && len(c.in)-unparsed >= n {
-		copy(c.in, c.in[c.rpos:c.rlen])
-		c.rpos, c.rlen = 0, unparsed
-		return
-	}
-	if len(c.in)-c.rlen >= n {
-		return
-	}
-	nb := make([]byte, max(2*len(c.in), unparsed+n))
-	copy(nb, c.in[c.rpos:c.rlen])
-	c.in, c.rpos, c.rlen = nb, 0, unparsed
-}
-
-// parse handles every whole message read.
-func (c *conn) parse() {
-	for !c.closed {
-		avail := c.rlen - c.rpos
-		if avail < 5 {
-			return
-		}
-		b := c.in[c.rpos:]
 		n := int(binary.BigEndian.Uint32(b[1:]))
 		if n < 4 {
-			c.fail(errMalformed)
+			c.Fail(errMalformed)
 			return
 		}
-		if avail < 1+n {
-			c.makeRoom(1 + n - avail)
+		m, whole := c.Take(1 + n)
+		if !whole {
 			return
 		}
-		typ, body := b[0], b[5:1+n]
-		c.rpos += 1 + n
-		c.handle(typ, body)
+		c.handle(m[0], m[5:])
 	}
 }
 
@@ -461,27 +291,27 @@ func (c *conn) handle(typ byte, body []byte) {
 		return
 	case 'S': // ParameterStatus: a reported variable changed
 		var ps pgproto3.ParameterStatus
-		if ps.Decode(body) != nil || len(c.exp) == 0 || c.exp[0].r == nil {
+		if ps.Decode(body) != nil || len(c.Exp) == 0 || c.Exp[0].R == nil {
 			return
 		}
-		c.drv.reportParameter(c.exp[0].r, ps.Name, ps.Value)
+		c.drv.reportParameter(c.Exp[0].R, ps.Name, ps.Value)
 		return
 	case 'A': // NotificationResponse
-		if len(c.exp) > 0 && c.exp[0].r != nil {
-			c.exp[0].r.AddUnpooled("LISTEN")
+		if len(c.Exp) > 0 && c.Exp[0].R != nil {
+			c.Exp[0].R.AddUnpooled("LISTEN")
 		}
 		return
 	}
-	if len(c.exp) == 0 {
+	if len(c.Exp) == 0 {
 		if typ == 'E' {
-			c.fail(fmt.Errorf("the server closed the session: %w", parseError(body)))
+			c.Fail(fmt.Errorf("the server closed the session: %w", parseError(body)))
 		} else {
-			c.fail(fmt.Errorf("protocol error: message %q nobody waited for", typ))
+			c.Fail(fmt.Errorf("protocol error: message %q nobody waited for", typ))
 		}
 		return
 	}
-	e := &c.exp[0]
-	r := e.r
+	e := &c.Exp[0]
+	r := e.R
 	if typ == 'E' {
 		switch {
 		case e.kind == expCheck || e.kind == expVar:
@@ -510,14 +340,14 @@ func (c *conn) handle(typ byte, body []byte) {
 		case 't':
 			var pd pgproto3.ParameterDescription
 			if pd.Decode(body) != nil {
-				c.fail(errMalformed)
+				c.Fail(errMalformed)
 				return
 			}
 			st.params = append([]uint32(nil), pd.ParameterOIDs...)
 		case 'T':
 			var rd pgproto3.RowDescription
 			if rd.Decode(body) != nil {
-				c.fail(errMalformed)
+				c.Fail(errMalformed)
 				return
 			}
 			st.setColumns(rd.Fields)
@@ -537,7 +367,7 @@ func (c *conn) handle(typ byte, body []byte) {
 				return
 			}
 			if err := c.decodeRow(r, e.st, body); err != nil {
-				c.fail(err)
+				c.Fail(err)
 			}
 		case 'C':
 			if r.Kind == sqlpool.KindExec {
@@ -570,9 +400,9 @@ func (c *conn) handle(typ byte, body []byte) {
 
 // ready handles the ReadyForQuery that ends an answer.
 func (c *conn) ready(e *expect, body []byte) {
-	r := e.r
+	r := e.R
 	if len(body) < 1 {
-		c.fail(errMalformed)
+		c.Fail(errMalformed)
 		return
 	}
 	// The last ReadyForQuery of a request says where its session stands: a
@@ -589,16 +419,19 @@ func (c *conn) ready(e *expect, body []byte) {
 	switch e.kind {
 	case expPrepare:
 		st, retried := e.st, e.retried
-		c.pop()
-		c.blocked--
+		c.Pop()
+		c.Blocked--
 		if r.Err != nil {
-			c.finish(r)
-			c.writePending()
+			c.Finish(r)
+			c.WritePending()
 			return
 		}
-		c.stmts.put(st, c)
+		if st.resultFormats == nil {
+			st.resultFormats = []byte{0, 0}
+		}
+		c.stmts.Put(st.sql, st)
 		c.execute(r, st, retried)
-		c.writePending()
+		c.WritePending()
 		return
 	case expExec:
 		if e.stale != nil {
@@ -622,12 +455,12 @@ func (c *conn) ready(e *expect, body []byte) {
 		}
 		r.Report.Snapshot = true
 	}
-	last := e.last
-	c.pop()
+	last := e.Last
+	c.Pop()
 	if last && r != nil {
-		c.finish(r)
+		c.Finish(r)
 	}
-	c.drainLocal()
+	c.DrainLocal()
 }
 
 // staleBind handles the end of an answer whose Bind the server refused for a
@@ -637,20 +470,13 @@ func (c *conn) ready(e *expect, body []byte) {
 // held so that requests are answered in the order sent; in one, or when it
 // was retried already, the request fails.
 func (c *conn) staleBind(e *expect, status byte) {
-	r, st, pe, last, retried := e.r, e.st, e.stale, e.last, e.retried
-	c.pop()
-	if c.stmts.m[st.sql] == st {
-		c.retire(st)
-	}
+	r, st, pe, last, retried := e.R, e.st, e.stale, e.Last, e.retried
+	c.Pop()
+	c.stmts.Remove(st.sql, st)
 	if status == 'I' && !retried && !r.State.Abandoned {
-		c.holdOrder(r)
-		for i := range c.exp {
-			if c.exp[i].r == r {
-				c.exp[i].last = false // the session check written after it: the retry writes its own
-			}
-		}
+		c.HoldForRetry(r) // the session check written after it: the retry writes its own
 		c.prepare(r, true)
-		c.flushLater()
+		c.FlushLater()
 		return
 	}
 	switch {
@@ -666,9 +492,9 @@ func (c *conn) staleBind(e *expect, status byte) {
 		r.Err = c.drv.classify(pe) // what a fresh prepare would answer too (42P01: the table is gone)
 	}
 	if last {
-		c.finish(r)
+		c.Finish(r)
 	}
-	c.drainLocal()
+	c.DrainLocal()
 }
 
 // staleCode reports whether an error of a Bind (before BindComplete) comes
@@ -689,16 +515,6 @@ func (c *conn) ddlDone(st *stmt, inTx bool) {
 		c.txDDLAll = c.txDDLAll || st.ddlAll
 		c.txDDLTables = append(c.txDDLTables, st.ddlTables...)
 	}
-}
-
-// holdOrder starts holding answers so that r, about to run again, is
-// answered before the requests sent after it.
-func (c *conn) holdOrder(r *sqlpool.Request) {
-	inflight := make([]*sqlpool.Request, len(c.exp))
-	for i := range c.exp {
-		inflight[i] = c.exp[i].r
-	}
-	c.answers.Hold(r, inflight, c.pending)
 }
 
 // decodeRow hands a DataRow's cells to the request's sink.
@@ -782,41 +598,6 @@ func affectedRows(body []byte) int64 {
 	return n
 }
 
-func (c *conn) pop() {
-	// Shift down rather than reslice, so that the slice keeps its room.
-	n := copy(c.exp, c.exp[1:])
-	c.exp[n] = expect{}
-	c.exp = c.exp[:n]
-}
-
-func (c *conn) drainLocal() {
-	for !c.closed && len(c.exp) > 0 && c.exp[0].kind == expLocal {
-		e := c.exp[0]
-		c.pop()
-		if e.r.Err == nil {
-			e.r.Err = e.err
-		}
-		if e.last {
-			c.finish(e.r)
-		}
-	}
-}
-
-// finish answers r to the pool; while a retry is held (holdOrder), once
-// every request sent before it has been answered.
-func (c *conn) finish(r *sqlpool.Request) {
-	if c.closed {
-		return
-	}
-	if !c.answers.Holding() {
-		c.pc.Done(r) // the hot path: no retry in progress
-		return
-	}
-	c.answers.Finish(r, c.isClosed, c.pc.Done) // Done may send more: Send keeps them in order
-}
-
-func (c *conn) isClosed() bool { return c.closed }
-
 // stmt is a statement prepared on one connection.
 type stmt struct {
 	sql           string
@@ -826,7 +607,6 @@ type stmt struct {
 	resultFormats []byte // the Bind message's result format codes, encoded
 	check         check  // what to ask the server after it
 	checkVar      string // the variable a checkVar statement sets
-	elem          *list.Element
 
 	// What DDL through tetherd makes it stale (schemaGens): the tables it
 	// names, or any DDL (anyTable: the analysis was not certain), since
@@ -860,66 +640,6 @@ func (st *stmt) setColumns(fields []pgproto3.FieldDescription) {
 		}
 		st.resultFormats = binary.BigEndian.AppendUint16(st.resultFormats, format)
 	}
-}
-
-// stmtCache keeps a connection's prepared statements by SQL text, the least
-// recently used closed past its size.
-type stmtCache struct {
-	size int
-	m    map[string]*stmt
-	lru  list.List
-}
-
-func (s *stmtCache) init(size int) {
-	s.size = max(size, 1)
-	s.m = make(map[string]*stmt)
-	s.lru.Init()
-}
-
-func (s *stmtCache) get(sql string) *stmt {
-	st := s.m[sql]
-	if st != nil {
-		s.lru.MoveToFront(st.elem)
-	}
-	return st
-}
-
-func (s *stmtCache) put(st *stmt, c *conn) {
-	if st.resultFormats == nil {
-		st.resultFormats = []byte{0, 0}
-	}
-	if old := s.m[st.sql]; old != nil {
-		// Prepared again for two requests written before either answer (a
-		// retry of each): the newer stays.
-		s.remove(old)
-		c.writeClose(old)
-	}
-	st.elem = s.lru.PushFront(st)
-	s.m[st.sql] = st
-	for len(s.m) > s.size {
-		victim := s.lru.Back().Value.(*stmt)
-		s.remove(victim)
-		c.writeClose(victim)
-	}
-}
-
-// remove forgets st (the caller closes it on the server).
-func (s *stmtCache) remove(st *stmt) {
-	if s.m[st.sql] == st {
-		delete(s.m, st.sql)
-	}
-	if st.elem != nil {
-		s.lru.Remove(st.elem)
-		st.elem = nil
-	}
-}
-
-func (s *stmtCache) clear() {
-	for _, st := range s.m {
-		st.elem = nil
-	}
-	clear(s.m)
-	s.lru.Init()
 }
 
 var _ sqlpool.ServerConn = (*conn)(nil)

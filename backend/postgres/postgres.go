@@ -131,7 +131,9 @@ func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{drv: d, fd: fd, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr()}, nil
+	c := &conn{drv: d, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr()}
+	c.Adopt(fd)
+	return c, nil
 }
 
 // reportParameter records a ParameterStatus on the request that caused it.

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -155,7 +156,8 @@ func TestBackend_SchemaChanges(t *testing.T) {
 // back to back on one connection (one Group), several of them prepared before
 // another client changed their table: each refused Bind is prepared again and
 // run again, and the pool still gets every answer in the order sent, each
-// without an error and with the new schema.
+// without an error and with the new schema, but for the one tetherd answers
+// itself (a wrong count of arguments) behind a refused Bind.
 func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
 	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
 	direct, err := sql.Open("pgx", dsn)
@@ -196,6 +198,10 @@ func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := []string{star, star, kid, "SELECT $1::int + 1", upd, star, "SELECT * FROM " + tbl + " WHERE k > $1"}
+	// The second request has one argument too many: tetherd answers it
+	// itself, in its turn, behind the refused Bind of the first (whose
+	// retry's answers are the retry's, not the local answer's).
+	const local = 1
 	var answered []int
 	reqs := make([]*sqlpool.Request, len(batch))
 	sinks := make([]*tether.ResultBuilder, len(batch))
@@ -207,7 +213,11 @@ func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
 			kind = sqlpool.KindExec
 		}
 		sinks[i] = tether.NewResultBuilder(0)
-		reqs[i] = &sqlpool.Request{Kind: kind, SQL: q, Params: []any{int64(i + 1)}, Sink: sinks[i], Group: group, Done: func(*sqlpool.Request) {
+		params := []any{int64(i + 1)}
+		if i == local {
+			params = append(params, int64(0))
+		}
+		reqs[i] = &sqlpool.Request{Kind: kind, SQL: q, Params: params, Sink: sinks[i], Group: group, Done: func(*sqlpool.Request) {
 			answered = append(answered, i)
 			if len(answered) == len(batch) {
 				close(done)
@@ -228,6 +238,13 @@ func TestBackend_SchemaChangeUnderPipeline(t *testing.T) {
 		if answered[i] != i {
 			t.Errorf("answered in the order %v", answered)
 			break
+		}
+		if i == local {
+			var te *tether.Error
+			if !errors.As(r.Err, &te) || te.Code != tether.CodeBadRequest {
+				t.Errorf("%d %q with 2 arguments for 1: %v, want bad_request", i, batch[i], r.Err)
+			}
+			continue
 		}
 		if r.Err != nil {
 			t.Errorf("%d %q: %v", i, batch[i], r.Err)
