@@ -188,4 +188,7 @@ type PoolStats struct {
 	Dials      int64 `json:"dials"`
 	DialErrors int64 `json:"dial_errors"`
 	Cancels    int64 `json:"cancels"`
+	// IllegalMoves counts the moves a pool's state table refused: each is a
+	// bug in tetherd, logged with its stack; 0 in a healthy daemon.
+	IllegalMoves int64 `json:"illegal_moves,omitempty"`
 }

@@ -20,6 +20,7 @@ type collector struct {
 	cacheInvalidations, cacheDropped, cacheBytes, cacheEntries  *prometheus.Desc
 	requests, duration                                          *prometheus.Desc
 	poolDials, poolDialErrors, poolCancels, poolsRetiring       *prometheus.Desc
+	poolIllegalMoves                                            *prometheus.Desc
 	rollbacks, loopBusy, loopTurns, panics                      *prometheus.Desc
 	poolMaxConns                                                *prometheus.Desc
 }
@@ -61,6 +62,7 @@ func newCollector(src Source) *collector {
 		poolDials:          d("pool_dials_total", "Backend connections opened.", "backend"),
 		poolDialErrors:     d("pool_dial_errors_total", "Backend connections that could not be opened.", "backend"),
 		poolCancels:        d("pool_cancels_total", "Statements cancelled on the backend (their deadline passed, or their client went away).", "backend"),
+		poolIllegalMoves:   d("pool_illegal_moves_total", "Moves of a backend connection that the pool's state table refused: each is a tetherd bug, logged with its stack.", "backend"),
 		poolsRetiring:      d("pools_retiring", "Pools a reload replaced or removed that still serve what began before it."),
 		poolMaxConns:       d("pool_max_connections", "A pool's max_conns in force (in use against it: tether_pool_connections).", "backend"),
 		rollbacks:          d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
@@ -75,7 +77,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.started, c.ready, c.draining, c.clients, c.inFlight, c.txs,
 		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
 		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
-		c.cacheBytes, c.cacheEntries, c.requests, c.duration, c.poolDials, c.poolDialErrors, c.poolCancels,
+		c.cacheBytes, c.cacheEntries, c.requests, c.duration, c.poolDials, c.poolDialErrors, c.poolCancels, c.poolIllegalMoves,
 		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns, c.panics, c.poolMaxConns} {
 		ch <- d
 	}
@@ -108,6 +110,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.poolDials, float64(p.Stats.Dials), p.Backend)
 		counter(c.poolDialErrors, float64(p.Stats.DialErrors), p.Backend)
 		counter(c.poolCancels, float64(p.Stats.Cancels), p.Backend)
+		counter(c.poolIllegalMoves, float64(p.Stats.IllegalMoves), p.Backend)
 		gauge(c.poolConns, float64(p.Stats.Open), p.Backend, p.Type, "open")
 		gauge(c.poolConns, float64(p.Stats.InUse), p.Backend, p.Type, "in_use")
 		gauge(c.poolConns, float64(p.Stats.Idle), p.Backend, p.Type, "idle")

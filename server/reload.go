@@ -426,6 +426,7 @@ func addCounters(s *tether.PoolStats, o tether.PoolStats) {
 	s.Dials += o.Dials
 	s.DialErrors += o.DialErrors
 	s.Cancels += o.Cancels
+	s.IllegalMoves += o.IllegalMoves
 }
 
 // backends returns the current backends.

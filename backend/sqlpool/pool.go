@@ -234,7 +234,8 @@ func (p *Pool) closedErr() error {
 // Stats implements tether.Backend.
 func (p *Pool) Stats() tether.PoolStats {
 	return tether.PoolStats{Open: int(p.stOpen.Load()), InUse: int(p.stInUse.Load()), Idle: int(p.stIdle.Load()), Waiting: p.stWaits.Load(),
-		Resets: p.stResets.Load(), Dials: p.stDials.Load(), DialErrors: p.stDialErrors.Load(), Cancels: p.stCancels.Load()}
+		Resets: p.stResets.Load(), Dials: p.stDials.Load(), DialErrors: p.stDialErrors.Load(), Cancels: p.stCancels.Load(),
+		IllegalMoves: p.stIllegalMoves.Load()}
 }
 
 func (p *Pool) updateStats() {

@@ -100,6 +100,9 @@ func TestFakeStates_EveryMove(t *testing.T) {
 						t.Errorf("after a refused move: %s, live %d (was %d), %d counted; want %s, unchanged, 2",
 							c.state, p.live, live, p.stIllegalMoves.Load(), from)
 					}
+					if got := p.Stats().IllegalMoves; got != 2 {
+						t.Errorf("Stats().IllegalMoves = %d after two refused moves, want 2 (tether_pool_illegal_moves_total)", got)
+					}
 					p.stIllegalMoves.Store(0)
 					checkLists(t, p)
 					return
