@@ -80,6 +80,19 @@ var registry struct {
 	types map[string]BackendType
 }
 
+// Constructor adapts a backend package's New, which returns its own type,
+// to BackendType.New: a failed New gives a nil Backend, never a non-nil
+// interface holding a nil pointer.
+func Constructor[B Backend](newB func(BackendConfig) (B, error)) func(BackendConfig) (Backend, error) {
+	return func(cfg BackendConfig) (Backend, error) {
+		b, err := newB(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
 // RegisterBackendType adds t to the backend types tetherd knows. It panics
 // on an empty name, a nil constructor, a name registered twice, or Options
 // without a Section and a Decode or whose Section is a key BackendConfig or

@@ -1,6 +1,7 @@
 package tether_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -129,5 +130,27 @@ func TestRegistry_RegisterRefuses(t *testing.T) {
 			}()
 			tether.RegisterBackendType(typ)
 		})
+	}
+}
+
+// nilBackend is a backend type whose New fails with a nil pointer, as a
+// backend package's New does.
+type nilBackend struct{}
+
+func (*nilBackend) Open(context.Context) error  { return nil }
+func (*nilBackend) Stats() tether.PoolStats     { return tether.PoolStats{} }
+func (*nilBackend) Close(context.Context) error { return nil }
+
+// TestRegistry_Constructor: a failed New gives a nil Backend, not an
+// interface holding a nil pointer (which a caller's b != nil would take
+// for a backend); a successful one gives the backend.
+func TestRegistry_Constructor(t *testing.T) {
+	failed := tether.Constructor(func(tether.BackendConfig) (*nilBackend, error) { return nil, errors.New("dsn: bad") })
+	if b, err := failed(tether.BackendConfig{}); b != nil || err == nil {
+		t.Errorf("failed New: %#v, %v; want a nil Backend and the error", b, err)
+	}
+	ok := tether.Constructor(func(tether.BackendConfig) (*nilBackend, error) { return &nilBackend{}, nil })
+	if b, err := ok(tether.BackendConfig{}); err != nil || b == nil {
+		t.Errorf("New: %#v, %v; want the backend", b, err)
 	}
 }

@@ -7,20 +7,10 @@ import tether "github.com/tether-php/tether"
 // [backends.NAME.http] sub-table (Config), which validate checks.
 var Type = tether.BackendType{
 	Name:     "http",
-	New:      newBackend,
+	New:      tether.Constructor(New),
 	Options:  &tether.BackendOptions{Section: "http", Decode: decodeOptions},
 	Validate: validate,
 	LazyOpen: true,
 }
 
 func init() { tether.RegisterBackendType(Type) }
-
-// newBackend is New as a BackendType's constructor (a nil *Upstream must not
-// become a non-nil tether.Backend).
-func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
-	b, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
-}

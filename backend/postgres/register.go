@@ -7,16 +7,6 @@ import (
 
 // Type is the postgres backend type, registered with tether at init: the config's
 // type = "postgres" builds one with New.
-var Type = tether.BackendType{Name: "postgres", New: newBackend, ChangeStream: true, Tables: sqltables.PostgreSQL}
+var Type = tether.BackendType{Name: "postgres", New: tether.Constructor(New), ChangeStream: true, Tables: sqltables.PostgreSQL}
 
 func init() { tether.RegisterBackendType(Type) }
-
-// newBackend is New as a BackendType's constructor (a nil *Backend must not
-// become a non-nil tether.Backend).
-func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
-	b, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
-}
