@@ -5,8 +5,8 @@
 //	relay -check -delay 500us          # measure, check the guarantees, exit 1 if they do not hold
 //
 // Each direction of each connection is a pipe of constant latency: a chunk read at t is written at t+delay, in
-// order, even while earlier chunks still wait; bandwidth is not limited. Deadlines are kept with clock_nanosleep
-// (timer slack 1 ns) and a short spin (sleep.go), not Go's timers, which round a sub-millisecond sleep up to about
+// order, even while earlier chunks still wait; bandwidth is not limited. Deadlines are kept with a timerfd and a
+// short spin (sleep.go), not Go's timers, which round a sub-millisecond sleep up to about
 // 1.2 ms on this VM. An EOF is delayed like data and becomes a CloseWrite on the other side; any other
 // error closes both sides.
 //

@@ -166,8 +166,8 @@ func (m *Measurement) Check(tolerance time.Duration) error {
 
 // sleepPrecision is how late each way of sleeping wakes for the same short sleep.
 type sleepPrecision struct {
-	d, n                                        int
-	goTimer, nanosleepSlack, nanosleep, precise []time.Duration
+	d, n                                                 int
+	goTimer, nanosleepSlack, nanosleep, timerfd, precise []time.Duration
 }
 
 // measureSleep sleeps n times d each way and returns the sorted overshoots.
@@ -190,12 +190,16 @@ func measureSleep(d time.Duration, n int) sleepPrecision {
 			return out
 		}
 		sp.goTimer = run(func(due time.Time) { time.Sleep(time.Until(due)) })
-		sp.nanosleep = run(kernelSleepUntil)
-		sp.precise = run(sleepUntil)
+		sp.nanosleep = run(nanosleepUntil)
+		if tm, err := newDeadlineTimer(); err == nil {
+			sp.timerfd = run(tm.wait)
+			sp.precise = run(tm.sleepUntil)
+			tm.Close()
+		}
 		// The kernel's default slack, for comparison (not "0: the thread's default", which a thread inherits from
-		// the one that created it, and Go's threads are created by threads that may have set it to 1 ns).
+		// the one that created it).
 		setTimerSlack(50_000)
-		sp.nanosleepSlack = run(kernelSleepUntil)
+		sp.nanosleepSlack = run(nanosleepUntil)
 	}()
 	<-done
 	return sp
@@ -204,12 +208,16 @@ func measureSleep(d time.Duration, n int) sleepPrecision {
 func (sp sleepPrecision) String() string {
 	var b strings.Builder
 	line := func(name string, s []time.Duration) {
+		if len(s) == 0 {
+			return
+		}
 		fmt.Fprintf(&b, "relay: sleep %dus x %d, %-40s late p50 %6.1fus p99 %6.1fus max %7.1fus\n", sp.d, sp.n, name,
 			float64(quantile(s, 0.5))/1e3, float64(quantile(s, 0.99))/1e3, float64(s[len(s)-1])/1e3)
 	}
 	line("time.Sleep", sp.goTimer)
 	line("clock_nanosleep, timer slack 50us", sp.nanosleepSlack)
 	line("clock_nanosleep, timer slack 1ns", sp.nanosleep)
-	line("sleepUntil (slack 1ns + spin)", sp.precise)
+	line("timerfd in the netpoller", sp.timerfd)
+	line("deadlineTimer (timerfd + spin)", sp.precise)
 	return b.String()
 }

@@ -29,7 +29,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &
 // For every accepted connection it:
 //  1. dials Target (on failure it logs and closes the client's connection);
 //  2. runs, per direction, a reader that stamps each chunk with its deadline (read time + Delay) and queues it,
-//     and a sender that writes each chunk at its deadline (sleepUntil: a kernel sleep and a short spin), in
+//     and a sender that writes each chunk at its deadline (deadlineTimer: a timerfd and a short spin), in
 //     order;
 //  3. on EOF from one side, closes the other side's write half once the chunks before the EOF are delivered
 //     (the EOF is delayed too);
@@ -228,6 +228,13 @@ func (p *pipe) read() {
 // send writes each queued chunk to dst at its deadline, until the direction ends or the session aborts.
 func (p *pipe) send() {
 	st := &p.s.relay.Stats
+	timer, err := newDeadlineTimer()
+	if err != nil {
+		p.s.relay.logf("relay: %s: %s: %v (closing both)", p.s.name, p.dir, err)
+		p.s.abort()
+		return
+	}
+	defer timer.Close()
 	for {
 		var c chunk
 		select {
@@ -235,7 +242,7 @@ func (p *pipe) send() {
 		case <-p.s.done:
 			return
 		}
-		sleepUntil(c.due)
+		timer.sleepUntil(c.due)
 		if c.err == nil {
 			st.Late.record(time.Since(c.due))
 			_, err := p.dst.Write((*c.buf)[:c.n])

@@ -1,30 +1,33 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// spinMargin is how long before a deadline sleepUntil stops sleeping in the kernel and spins on the clock.
+// spinMargin is how long before a deadline a deadlineTimer stops sleeping in the kernel and spins on the clock.
 //
-// Measured on this VM (2 vCPUs, KVM, 2026-11-27, while a CI run kept the load average at 4-5; `relay -measure`
-// prints the same table), sleeps of 100 us, how late they woke, p50 / p99:
+// Measured on this VM (2 vCPUs, KVM, 2026-11-27, while a CI run kept the load average at 4-10; `relay -measure`
+// prints the same table), sleeps of 100 us on one thread, how late they woke, p50 / p99:
 //
-//	time.Sleep                                     +1,010 us / +4,100 us (Go's timers)
-//	clock_nanosleep, absolute, default timer slack    +65 us / +530 us and more (the 50 us slack, then load)
-//	clock_nanosleep, absolute, timer slack 1 ns       +11 to +20 us / +300 us and more (waking a thread)
-//	the same, waking 30 us early and spinning          +0.2 us / the load's spikes
+//	time.Sleep                                     +1,000 us / +2,200 us and more (Go's timers)
+//	clock_nanosleep, absolute, timer slack 50 us   +67 to +84 us / +230 us and more (the kernel's default slack)
+//	clock_nanosleep, absolute, timer slack 1 ns    +13 to +29 us / +130 us and more (waking a thread)
+//	a timerfd in Go's netpoller                    +24 to +44 us / +550 us and more (no slack; the netpoller)
+//	a timerfd, waking 30 us early and spinning     +0.3 to +17 us / +90 us and more
 //
-// So sleepUntil sets its thread's timer slack to 1 ns, wakes spinMargin early and spins to the deadline: the
-// deadline is met to about 1 us whenever the wake-up takes less than spinMargin, and the spin costs at most
-// spinMargin of CPU a chunk, never a whole delay. Through the relay (500 us, 3000 ping-pongs, GOMAXPROCS=1),
-// chunks went out p50 27 us late without the spin and 1 us with 30 us of it, for about the same CPU per chunk
-// (60 and 59 us: the spin replaces some of the wake-up's cost).
+// So a sender wakes spinMargin early and spins to the deadline: the deadline is met to about 1 us whenever the
+// wake-up takes less than spinMargin, and the spin costs at most spinMargin of CPU a chunk, never a whole delay.
+// Through the relay (500 us, 2000-3000 ping-pongs), chunks went out p50 1 us late with the spin (27 us without),
+// for about the same CPU per chunk: the spin replaces some of the wake-up's cost. Under heavier load than above
+// the wake-up exceeds the margin more often; -measure says how often ("written after its deadline").
 var spinMargin = 30 * time.Microsecond
 
-// clockBase ties Go's monotonic clock (time.Now) to CLOCK_MONOTONIC, which clock_nanosleep takes: on Linux both
-// read the same clock, but Go hides the raw value, so the offset is taken once, at start.
+// clockBase ties Go's monotonic clock (time.Now) to CLOCK_MONOTONIC, which the kernel's timers take: on Linux
+// both read the same clock, but Go hides the raw value, so the offset is taken once, at start.
 var clockBase = newMonoBase()
 
 type monoBase struct {
@@ -42,33 +45,67 @@ func newMonoBase() monoBase {
 	return monoBase{t: t0.Add(t1.Sub(t0) / 2), mono: ts.Nano()}
 }
 
-// setTimerSlack sets the calling thread's timer slack in ns (0: back to the process default). It is best effort:
-// without it a sleep wakes up to 50 us later, which spinMargin partly absorbs.
-func setTimerSlack(ns uintptr) {
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, ns, 0, 0, 0)
+// monoTimespec returns t on CLOCK_MONOTONIC.
+func monoTimespec(t time.Time) unix.Timespec {
+	return unix.NsecToTimespec(clockBase.mono + int64(t.Sub(clockBase.t)))
 }
 
-// sleepUntil returns at deadline or at most a clock read after it, never before it. It sleeps in the kernel
-// (clock_nanosleep, absolute, CLOCK_MONOTONIC, timer slack 1 ns) until spinMargin before the deadline and spins
-// from there. The kernel sleep holds a runtime thread, not a P: other goroutines run meanwhile.
+// deadlineTimer sleeps a goroutine until a deadline precisely: a timerfd (CLOCK_MONOTONIC, absolute, no timer
+// slack) read through Go's netpoller until spinMargin before the deadline, then a spin. One goroutine uses it at
+// a time.
 //
-// The goroutine is not locked to its thread (runtime.LockOSThread), although the timer slack is a thread's
-// setting: a locked sender measured as precise but cost twice the CPU per chunk (122 against 97 us at
-// GOMAXPROCS=2, 100 against 60 at GOMAXPROCS=1, 500 us delay, spin 0), since every chunk that wakes a locked
-// goroutine hands the P to its thread and back. Setting the slack before each sleep costs one prctl (~1 us); a
-// preemption between it and the sleep at worst gives that one sleep the default slack.
-func sleepUntil(deadline time.Time) {
+// Why a timerfd, not clock_nanosleep on a thread locked to it (the first version): the two wake as precisely, but
+// a goroutine in a 500 us clock_nanosleep holds its P in a system call, which keeps the runtime's sysmon thread
+// polling every 20 us to retake it (30% of the relay's CPU in a profile), and a locked thread adds a hand-off of
+// the P on every chunk. Relay process alone, pinned to one CPU, 3000 ping-pongs through it, CPU per chunk, three
+// runs each: 500 us: timerfd 105-127 us, clock_nanosleep (unlocked, 1 ns slack) 136-146 us; 100 us: 68-86 us
+// and 79-82 us; locked threads cost more still (100 against 60 us in-process at GOMAXPROCS=1). What remains is the
+// write through loopback TCP (about a quarter), the scheduler, and sysmon woken each time the process leaves idle.
+type deadlineTimer struct {
+	fd int
+	f  *os.File // owns fd; reads park the goroutine in the netpoller
+}
+
+// newDeadlineTimer returns a timer holding one file descriptor until Close.
+func newDeadlineTimer() (*deadlineTimer, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("timerfd_create: %w", err)
+	}
+	return &deadlineTimer{fd: fd, f: os.NewFile(uintptr(fd), "timerfd")}, nil
+}
+
+// Close releases the timer's file descriptor.
+func (t *deadlineTimer) Close() error { return t.f.Close() }
+
+// sleepUntil returns at deadline or at most a clock read after it, never before it.
+func (t *deadlineTimer) sleepUntil(deadline time.Time) {
 	if time.Until(deadline) > spinMargin {
-		setTimerSlack(1)
-		kernelSleepUntil(deadline.Add(-spinMargin))
+		t.wait(deadline.Add(-spinMargin))
 	}
 	for time.Now().Before(deadline) {
 	}
 }
 
-// kernelSleepUntil sleeps with clock_nanosleep until deadline (to the thread's timer slack), without spinning.
-func kernelSleepUntil(deadline time.Time) {
-	ts := unix.NsecToTimespec(clockBase.mono + int64(deadline.Sub(clockBase.t)))
+// wait returns once the timer has fired at deadline; if the kernel refuses the timer, at once (sleepUntil then
+// spins the whole way: correct, only costly).
+func (t *deadlineTimer) wait(deadline time.Time) {
+	its := unix.ItimerSpec{Value: monoTimespec(deadline)}
+	if err := unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &its, nil); err != nil {
+		return
+	}
+	var expirations [8]byte
+	t.f.Read(expirations[:])
+}
+
+// setTimerSlack sets the calling thread's timer slack in ns, for measureSleep's comparison of clock_nanosleep.
+func setTimerSlack(ns uintptr) {
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, ns, 0, 0, 0)
+}
+
+// nanosleepUntil sleeps with clock_nanosleep until deadline (to the thread's timer slack), for measureSleep.
+func nanosleepUntil(deadline time.Time) {
+	ts := monoTimespec(deadline)
 	// EINTR comes from the runtime's preemption signals: sleep again, to the same absolute time.
 	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
 	}
