@@ -168,6 +168,50 @@ func TestRelay_Delay(t *testing.T) {
 	}
 }
 
+// TestRelay_ConstantLatency checks that the relay is a pipe, not a queue: a chunk sent while an earlier one still
+// waits is delivered its own delay after it was read, not a delay after the earlier one went out.
+func TestRelay_ConstantLatency(t *testing.T) {
+	// Long enough that a loaded machine's scheduling spikes (up to ~30 ms seen here under a CI run, rarely) do
+	// not blur a pipe (2 delays) into a queue (4 delays).
+	const delay = 20 * time.Millisecond
+	addr, _ := startRelay(t, serveOnce(t, echo), delay)
+	c := dialTCP(t, addr)
+	// A first round trip, so that the session is up and the timings below are the relay's.
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := c.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	for time.Since(t0) < 300*time.Microsecond {
+		// Pacing, not synchronisation: Go's timers cannot wait 300 us.
+	}
+	if _, err := c.Write([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 2)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(t0)
+	if string(got) != "ab" {
+		t.Errorf("got %q, want %q", got, "ab")
+	}
+	// A pipe: b is back at about 300 us + 2 x delay = 40.3 ms. A queue that waits a delay after the previous chunk
+	// went out: 4 x delay = 80 ms.
+	t.Logf("both back after %v (delay %v each way)", elapsed, delay)
+	if elapsed < 2*delay {
+		t.Errorf("both back after %v, less than twice the delay", elapsed)
+	}
+	if limit := 3 * delay; elapsed > limit {
+		t.Errorf("both back after %v, more than %v: chunks wait for each other", elapsed, limit)
+	}
+}
+
 // pingBoth times n ping-pongs straight to echoAddr and through relayAddr, interleaved so that both see the same
 // load, and returns both sorted.
 func pingBoth(t *testing.T, echoAddr, relayAddr string, n int) (direct, relayed []time.Duration) {

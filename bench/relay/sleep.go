@@ -87,15 +87,18 @@ func (t *deadlineTimer) sleepUntil(deadline time.Time) {
 	}
 }
 
-// wait returns once the timer has fired at deadline; if the kernel refuses the timer, at once (sleepUntil then
-// spins the whole way: correct, only costly).
+// wait returns once the timer has fired at deadline. If the timerfd fails (it should not), it sleeps with
+// clock_nanosleep instead, so that sleepUntil never spins a whole delay.
 func (t *deadlineTimer) wait(deadline time.Time) {
 	its := unix.ItimerSpec{Value: monoTimespec(deadline)}
 	if err := unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &its, nil); err != nil {
+		nanosleepUntil(deadline)
 		return
 	}
 	var expirations [8]byte
-	t.f.Read(expirations[:])
+	if _, err := t.f.Read(expirations[:]); err != nil {
+		nanosleepUntil(deadline)
+	}
 }
 
 // setTimerSlack sets the calling thread's timer slack in ns, for measureSleep's comparison of clock_nanosleep.
