@@ -11,7 +11,8 @@
 // error closes both sides.
 //
 // -measure first times ping-pongs through an in-process relay with the same delay to an in-process echo and
-// prints the round trip it really gives, how late chunks went out and the relay's CPU per chunk, then serves.
+// prints the round trip it really gives, how late chunks went out and the relay's CPU per chunk, then serves
+// (if -listen and -target are given).
 // It prints "ready" on stdout once it listens. SIGTERM or SIGINT closes the listener and every connection, logs
 // what was forwarded and the CPU it cost, and exits 0; a second signal exits at once.
 package main
