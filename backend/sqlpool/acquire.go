@@ -87,6 +87,30 @@ func (p *Pool) enqueue(r *Request) {
 	p.maybeDial()
 }
 
+// pipelineSiblings writes after r, just handed c from the queue, the
+// requests of r's batch that wait behind it, up to maxPipeline in flight:
+// a batch that found every connection busy costs one round trip once it has
+// one, not one per statement (each would otherwise wait for its own turn in
+// the queue). As pipelineFor, only while c applies no settings first and is
+// clean.
+func (p *Pool) pipelineSiblings(c *Conn, r *Request) {
+	if r.Group == nil || r.Kind != KindQuery && r.Kind != KindExec {
+		return
+	}
+	for c.next == nil && c.dirty == "" && c.broken == nil && len(c.sent) < maxPipeline {
+		s := p.waiting.popSibling(r)
+		if s == nil {
+			return
+		}
+		if err := p.tooLate(s); err != nil {
+			s.Err = err
+			p.finish(s)
+			continue
+		}
+		p.send(c, s)
+	}
+}
+
 // failQueue answers every waiting request with err.
 func (p *Pool) failQueue(err error) {
 	for _, r := range p.waiting.clear() {
@@ -146,6 +170,7 @@ func (p *Pool) release(c *Conn) {
 		}
 		p.move(c, stateBusy)
 		c.run(r)
+		p.pipelineSiblings(c, r)
 		p.updateStats()
 		return
 	}

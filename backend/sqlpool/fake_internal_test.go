@@ -632,3 +632,64 @@ func TestFake_DeadlineCancels(t *testing.T) {
 		t.Errorf("%d cancels counted, want 1", n)
 	}
 }
+
+// TestFake_BatchWaitingPipelinesOnce: a batch whose requests all found the
+// pool busy is written whole on the connection it is handed, before any of
+// its answers (one round trip, not one per statement), and a request of
+// another client that waited behind it gets the connection next.
+func TestFake_BatchWaitingPipelinesOnce(t *testing.T) {
+	h := openScripted(t, 1, 1, nil)
+	c := h.d.conn(0)
+	busy := &Request{Kind: KindQuery, SQL: "SELECT busy"}
+	doneBusy := h.submit(busy)
+	wait(t, c.sends, "the busy request sent")
+
+	page, other := &Client{}, &Client{}
+	group := new(int)
+	var batch []*Request
+	var dones []<-chan struct{}
+	for i := range 5 {
+		r := &Request{Kind: KindQuery, SQL: fmt.Sprintf("SELECT %d", i), Client: page, Group: group}
+		batch = append(batch, r)
+		dones = append(dones, h.submit(r))
+	}
+	later := &Request{Kind: KindQuery, SQL: "SELECT later", Client: other}
+	doneLater := h.submit(later)
+	h.on(func() {
+		if n := h.p.waiting.len(); n != 6 {
+			t.Errorf("%d requests waiting, want the batch's 5 and the other client's", n)
+		}
+	})
+
+	h.answer(c, nil)
+	wait(t, doneBusy, "the busy request's answer")
+	for i, want := range batch {
+		if r := wait(t, c.sends, "a request of the batch sent"); r != want {
+			t.Fatalf("sent #%d: %q, want %q", i, r.SQL, want.SQL)
+		}
+	}
+	h.on(func() {
+		if got := len(c.sent); got != 5 {
+			t.Errorf("%d requests in flight on the connection, want the whole batch (5) before any answer", got)
+		}
+		if n := h.p.waiting.len(); n != 1 {
+			t.Errorf("%d requests waiting, want the other client's", n)
+		}
+	})
+	for range batch {
+		h.answer(c, nil)
+	}
+	for _, d := range dones {
+		wait(t, d, "an answer of the batch")
+	}
+	if r := wait(t, c.sends, "the other client's request sent next"); r != later {
+		t.Fatalf("sent %q, want the other client's", r.SQL)
+	}
+	h.answer(c, nil)
+	wait(t, doneLater, "the other client's answer")
+	for _, r := range append(batch, busy, later) {
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.SQL, r.Err)
+		}
+	}
+}

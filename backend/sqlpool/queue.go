@@ -58,6 +58,40 @@ func (q *waitQueue) pop() *Request {
 	return nil
 }
 
+// popSibling removes and returns the next request of r's client's line when
+// it belongs to r's batch (Group) and can be pipelined (a query or exec),
+// dropping given-up ones on the way; nil otherwise. r was popped from that
+// line: a batch's requests wait in it one after the other.
+func (q *waitQueue) popSibling(r *Request) *Request {
+	l := q.lines[r.Client]
+	for l != nil && len(l.reqs) > 0 {
+		s := l.reqs[0]
+		if s.Group != r.Group || s.Kind != KindQuery && s.Kind != KindExec {
+			return nil
+		}
+		n := copy(l.reqs, l.reqs[1:])
+		l.reqs[n] = nil
+		l.reqs = l.reqs[:n]
+		q.n--
+		if n == 0 {
+			for i, t := range q.turn {
+				if t == l {
+					q.drop(i)
+					if i < q.next {
+						q.next--
+					}
+					break
+				}
+			}
+			l = nil
+		}
+		if !s.State.Abandoned {
+			return s
+		}
+	}
+	return nil
+}
+
 // drop removes the line at index i of turn.
 func (q *waitQueue) drop(i int) {
 	l := q.turn[i]
