@@ -52,6 +52,24 @@ function point_read(Tether\Client $c, int $id): void
     }
 }
 
+/** batch reads 20 rows in one batch: one frame to tetherd, the reads run on its pool. */
+function batch(Tether\Client $c): void
+{
+    $ids = [];
+    for ($i = 0; $i < 20; $i++) {
+        $ids[] = mt_rand(1, ROWS);
+    }
+    $ops = array_map(static fn (int $id) => Tether\Batch\Operation::query(SQL_POINT, [$id]), $ids);
+    foreach ($c->batch($ops) as $i => $result) {
+        if ($result instanceof Throwable) {
+            throw $result;
+        }
+        if ((int) ($result[0]['id'] ?? 0) !== $ids[$i]) {
+            throw new RuntimeException("batch read {$ids[$i]} returned " . json_encode($result));
+        }
+    }
+}
+
 /** page reads 20 rows, one call each, as a page of an application does. */
 function page(Tether\Client $c): void
 {
@@ -129,6 +147,7 @@ function load(array $b, float $seconds, callable $fn): array
 $rows = [
     'read' => ['label' => 'point read', 'unit' => 'call', 'fn' => static fn (Tether\Client $c) => point_read($c, mt_rand(1, ROWS)), 'n' => $reads],
     'page' => ['label' => 'page of 20 reads, one call each', 'unit' => 'page', 'fn' => static fn (Tether\Client $c) => page($c), 'n' => $pages],
+    'batch' => ['label' => 'page of 20 reads, one batch', 'unit' => 'page', 'fn' => static fn (Tether\Client $c) => batch($c), 'n' => $pages],
 ];
 $results = [];
 for ($r = 0; $r < $rounds; $r++) {

@@ -3,15 +3,21 @@
 # (one call each) through the PHP client, each build against the same MariaDB, rounds interleaved. For a change that
 # must not move the numbers (a re-lay, a refactor): the rows of the two builds must be within noise of each other.
 #
-#   bash bench/compare/run.sh [--quick] [--write] [--before REV] [--after REV]
+#   bash bench/compare/run.sh [--quick] [--write] [--before REV] [--after REV] [--delay D] [--pool N]
 #
 # REV is a git revision (default: --before HEAD~1, --after the working tree); each is built into
 # var/bench-compare/tetherd-{before,after} (the working tree with `go build`, a revision from `git archive`). It
 # starts a throwaway MariaDB in var/bench-compare/mariadb with bench_kv (10,000 rows), two tetherds (pool of 4 each,
 # on their own sockets), and runs bench/compare/bench.php: ROUNDS rounds, each measuring both builds one after the
 # other (the order alternates), solo (one PHP process, one call at a time: p50 and mean latency, tetherd CPU per
-# call) and under load (4 PHP processes at once: calls per second, tetherd CPU per call). It prints markdown: the
-# median over rounds of each row for each build and their ratio (after / before). It stops what it started, by PID.
+# call) and under load (4 PHP processes at once: calls per second, tetherd CPU per call), for a point read, a page
+# of 20 reads one call each and a page of 20 reads in one batch. It prints markdown: the median over rounds of each
+# row for each build and their ratio (after / before). It stops what it started, by PID.
+#
+#   --delay D                 tetherd reaches MariaDB over TCP through bench/relay, which adds D each way (a Go
+#                             duration: 500us), as a database on another host; the relay's own measured round trip
+#                             is printed with the results. Default: the Unix socket, no relay.
+#   --pool N                  each tetherd's max_conns and min_conns (4)
 #
 #   --quick / BENCH_QUICK=1   2 rounds of ~500 calls: proves the command works, numbers not worth quoting
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- compare-bench:start --> and
@@ -27,17 +33,21 @@ source "$ROOT/bench/lib/bench.sh"
 
 BEFORE=HEAD~1
 AFTER=
+DELAY=
+POOL=4
 rest=()
 while (($#)); do
 	case $1 in
 	--before) BEFORE=${2:?--before needs a revision}; shift ;;
 	--after) AFTER=${2:?--after needs a revision}; shift ;;
+	--delay) DELAY=${2:?--delay needs a duration}; shift ;;
+	--pool) POOL=${2:?--pool needs a number}; shift ;;
 	*) rest+=("$1") ;;
 	esac
 	shift
 done
 bench_parse_args "$ROOT/bench/compare/run.sh" -- "${rest[@]}"
-ARGS=(--before "$BEFORE" ${AFTER:+--after "$AFTER"} "${ARGS[@]}")
+ARGS=(--before "$BEFORE" ${AFTER:+--after "$AFTER"} ${DELAY:+--delay "$DELAY"} --pool "$POOL" "${ARGS[@]}")
 
 WORK=$ROOT/var/bench-compare
 DOC=$ROOT/docs/benchmarks.md
@@ -46,11 +56,13 @@ command -v go >/dev/null || die "go is not installed"
 
 PIDS=()
 BENCH_PHP_PID=
+RELAY_PID=
 stop_all() {
 	local p
 	if [[ -n "$BENCH_PHP_PID" ]]; then stop_pid "$BENCH_PHP_PID" bench.php 5; BENCH_PHP_PID=; fi
 	for p in "${PIDS[@]}"; do stop_pid "$p" tetherd 15; done
 	PIDS=()
+	if [[ -n "$RELAY_PID" ]]; then stop_pid "$RELAY_PID" relay 5; RELAY_PID=; fi
 	stop_mariadb
 }
 bench_trap stop_all
@@ -89,6 +101,19 @@ SELECT n, CONCAT('name-', n), (n * 7919) % 1000, TIMESTAMP '2026-01-01 00:00:00'
 ANALYZE TABLE bench_kv;
 SQL
 
+DSN=$MARIADB_DSN
+relay_line=
+if [[ -n "$DELAY" ]]; then
+	go build -o "$WORK/relay" ./bench/relay
+	relay_port=$(free_port 14306)
+	"$WORK/relay" -listen "127.0.0.1:$relay_port" -target "127.0.0.1:$MARIADB_PORT" -delay "$DELAY" \
+		</dev/null >"$WORK/relay.log" 2>&1 &
+	RELAY_PID=$!
+	await relay "$RELAY_PID" "$WORK/relay.log" 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$relay_port"
+	DSN="$TETHER_DB_USER:$TETHER_DB_PASSWORD@tcp(127.0.0.1:$relay_port)/$TETHER_DB_NAME"
+	relay_line=$("$WORK/relay" -measure -delay "$DELAY" -n 1000 2>&1 | sed -n '3p' | sed 's/^relay: //')
+fi
+
 for which in before after; do
 	rm -f "$WORK/$which.sock"
 	cat >"$WORK/tetherd-$which.toml" <<TOML
@@ -102,9 +127,9 @@ level = "warn"
 
 [backends.maria]
 type = "mysql"
-dsn = "$MARIADB_DSN"
-max_conns = 4
-min_conns = 4
+dsn = "$DSN"
+max_conns = $POOL
+min_conns = $POOL
 TOML
 	"$WORK/tetherd-$which" -config "$WORK/tetherd-$which.toml" </dev/null >"$WORK/tetherd-$which.log" 2>&1 &
 	pid=$!
@@ -131,6 +156,7 @@ load_after=$(cut -d' ' -f1 /proc/loadavg)
 	echo "Before: $before_desc. After: $after_desc."
 	echo "Machine: $(nproc) vCPU ($cpu_model), $mem RAM; PHP $php_version (CLI), MariaDB $maria_version, $go_version."
 	bench_load_lines "$load_before" "$load_after"
+	echo "Each tetherd: a pool of $POOL; MariaDB $([[ -n "$DELAY" ]] && echo "over TCP through bench/relay adding $DELAY each way (relay -measure: $relay_line)" || echo "over its Unix socket")."
 	echo
 	cat "$WORK/results.md"
 } >"$WORK/section.md"
