@@ -63,7 +63,7 @@ func (p *Pool) pipelineFor(r *Request) *Conn {
 	}
 	var best *Conn
 	for _, c := range p.conns[stateBusy] {
-		if c.next != nil || c.dirty != "" || len(c.sent) == 0 || len(c.sent) >= maxPipeline {
+		if len(c.sent) == 0 || !c.takesMore() {
 			continue
 		}
 		if c.sent[len(c.sent)-1].Group != r.Group {
@@ -74,6 +74,13 @@ func (p *Pool) pipelineFor(r *Request) *Conn {
 		}
 	}
 	return best
+}
+
+// takesMore reports whether c may have another request of a batch written
+// behind those in flight: it applies no settings first, its session is
+// clean and its pipeline is not full.
+func (c *Conn) takesMore() bool {
+	return c.next == nil && c.dirty == "" && len(c.sent) < maxPipeline
 }
 
 func (p *Pool) enqueue(r *Request) {
@@ -92,12 +99,12 @@ func (p *Pool) enqueue(r *Request) {
 // a batch that found every connection busy costs one round trip once it has
 // one, not one per statement (each would otherwise wait for its own turn in
 // the queue). As pipelineFor, only while c applies no settings first and is
-// clean.
+// clean (takesMore).
 func (p *Pool) pipelineSiblings(c *Conn, r *Request) {
 	if r.Group == nil || r.Kind != KindQuery && r.Kind != KindExec {
 		return
 	}
-	for c.next == nil && c.dirty == "" && c.broken == nil && len(c.sent) < maxPipeline {
+	for c.broken == nil && c.takesMore() {
 		s := p.waiting.popSibling(r)
 		if s == nil {
 			return
