@@ -23,7 +23,7 @@ final class PrivateTetherd
 
     /**
      * start writes a config under $TETHER_IT_DIR/private-$name and starts tetherd on it, returning once its socket
-     * exists (tetherd logs in to its backend before it listens). $maxConns > 0 sets every backend's max_conns.
+     * accepts a connection (tetherd logs in to its backend before it listens). $maxConns > 0 sets every backend's max_conns.
      *
      * @throws \RuntimeException bin/tetherd missing, an env variable missing, or tetherd did not come up in 10 s
      */
@@ -63,14 +63,17 @@ final class PrivateTetherd
             throw new \RuntimeException("start $binary failed");
         }
         $self = new self($socket, $dir, $process);
+        // Up once a connect succeeds: the socket file appears at bind(), a moment before listen(), and a client
+        // that connects in between is refused.
         $deadline = \microtime(true) + 10;
-        while (!\file_exists($socket)) {
+        while (($probe = @\stream_socket_client('unix://' . $socket, $errno, $errstr, 1.0)) === false) {
             if (!\proc_get_status($process)['running'] || \microtime(true) > $deadline) {
                 $self->stop();
                 throw new \RuntimeException("tetherd did not come up on $socket: " . \file_get_contents($dir . '/tetherd.log'));
             }
             \usleep(10000);
         }
+        \fclose($probe);
 
         return $self;
     }
