@@ -10,7 +10,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-PACKAGES=(php8.2-cli php8.2-msgpack php8.2-mysql php8.2-pgsql php8.2-curl php8.2-xml php8.2-mbstring phpunit mariadb-server postgresql
+PACKAGES=(openssl php8.2-cli php8.2-msgpack php8.2-mysql php8.2-pgsql php8.2-curl php8.2-xml php8.2-mbstring phpunit mariadb-server postgresql
 	# the framework integrations (clients/php-dbal, clients/php-laravel, clients/php-wordpress) test against these, and
 	# are installed with composer from path repositories
 	php-doctrine-dbal php-laravel-framework wordpress composer)

@@ -31,6 +31,13 @@
 #   TETHER_DB_START_TIMEOUT   seconds to wait for a server to accept connections (60)
 #   TETHER_MARIADB_OPTS   extra mariadbd options, word-split, appended last (so they win)
 #   TETHER_PG_CONF        extra postgresql.conf lines, appended last (so they win)
+#   TETHER_DB_REQUIRE_TLS 1: every TCP client must use TLS (MariaDB require_secure_transport, PostgreSQL hostssl
+#                         only), as a database on another host is run; the Unix sockets stay open without TLS
+#
+# TLS: each server gets a certificate of its own, signed by a CA made for it (DIR/tls: ca.pem, server.pem,
+# server-key.pem; for 127.0.0.1 and localhost), and serves TLS on TCP. A third user ${TETHER_DB_USER}_tls, same
+# password and rights, may only come in over TLS (MariaDB REQUIRE SSL, PostgreSQL hostssl), whatever
+# TETHER_DB_REQUIRE_TLS says, so the tests can prove a connection used it. MARIADB_TLS_CA / PG_TLS_CA name the CA.
 
 [[ -n "${_TETHER_DATABASES_SH:-}" ]] && return 0
 _TETHER_DATABASES_SH=1
@@ -53,6 +60,27 @@ _db_bin() {
 		done
 	done
 	die "none of $* is installed (run scripts/install-deps.sh)"
+}
+
+# _make_certs DIR: a CA and a server certificate it signs, for 127.0.0.1 and localhost, in DIR (ca.pem, server.pem,
+# server-key.pem), EC P-256 keys (fast to make and to handshake). Quiet unless openssl fails.
+_make_certs() {
+	local dir=$1 openssl
+	openssl=$(_db_bin openssl)
+	mkdir -p "$dir"
+	if ! {
+		"$openssl" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -subj "/CN=tether test CA" \
+			-keyout "$dir/ca-key.pem" -out "$dir/ca.pem" &&
+			"$openssl" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+				-keyout "$dir/server-key.pem" -out "$dir/server.csr" &&
+			"$openssl" x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca-key.pem" -CAcreateserial \
+				-days 3650 -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n') -out "$dir/server.pem"
+	} >"$dir/openssl.log" 2>&1; then
+		tail_file "$dir/openssl.log"
+		die "making TLS certificates in $dir failed"
+	fi
+	chmod 0644 "$dir/ca.pem" "$dir/server.pem"
+	chmod 0600 "$dir/server-key.pem" "$dir/ca-key.pem"
 }
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -92,11 +120,14 @@ start_mariadb() {
 	if [[ "${TETHER_MARIADB_BINLOG:-0}" == 1 ]]; then
 		binlog=(--log-bin="$dir/data/binlog" --binlog-format=ROW --server-id=1 --log-bin-trust-function-creators=1)
 	fi
+	_make_certs "$dir/tls"
+	local tls=(--ssl-ca="$dir/tls/ca.pem" --ssl-cert="$dir/tls/server.pem" --ssl-key="$dir/tls/server-key.pem")
+	[[ "${TETHER_DB_REQUIRE_TLS:-0}" == 1 ]] && tls+=(--require-secure-transport=ON)
 	log "mariadb: starting on $sock and 127.0.0.1:$port"
 	# shellcheck disable=SC2086 # TETHER_MARIADB_OPTS is a word list on purpose
 	"$mariadbd" --no-defaults "${as_user[@]}" \
 		--datadir="$dir/data" --socket="$sock" --pid-file="$dir/mysqld.pid" --log-error="$dir/mysqld.log" \
-		--bind-address=127.0.0.1 --port="$port" --skip-name-resolve "${binlog[@]}" \
+		--bind-address=127.0.0.1 --port="$port" --skip-name-resolve "${binlog[@]}" "${tls[@]}" \
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
 		--max-connections=500 --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
 		${TETHER_MARIADB_OPTS:-} </dev/null >>"$dir/mysqld.log" 2>&1 &
@@ -131,10 +162,13 @@ GRANT ALL PRIVILEGES ON \`$db\`.* TO '$u'@'%';
 GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '$u'@'localhost';
 CREATE USER '${u}_pool'@'localhost' IDENTIFIED BY '$p';
 GRANT ALL PRIVILEGES ON \`$db\`.* TO '${u}_pool'@'localhost';
+CREATE USER '${u}_tls'@'%' IDENTIFIED BY '$p' REQUIRE SSL;
+GRANT ALL PRIVILEGES ON \`$db\`.* TO '${u}_tls'@'%';
 SQL
 	MARIADB_DSN="$u:$p@unix($sock)/$db"
 	MARIADB_POOL_DSN="${u}_pool:$p@unix($sock)/$db"
-	export MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN MARIADB_POOL_DSN
+	MARIADB_TLS_CA=$dir/tls/ca.pem
+	export MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN MARIADB_POOL_DSN MARIADB_TLS_CA
 	log "mariadb: ready in $(since "$t0")s (pid $MARIADB_PID, init+start+grants)"
 }
 
@@ -204,12 +238,24 @@ start_postgres() {
 	fi
 	# The superuser may come in over the socket without a password (to set up); everyone else needs theirs, so the
 	# tests exercise password authentication as production would.
+	# ${u}_tls may only come in over TLS; with TETHER_DB_REQUIRE_TLS=1 so must everyone on TCP.
+	local tcp=host
+	[[ "${TETHER_DB_REQUIRE_TLS:-0}" == 1 ]] && tcp=hostssl
 	_pg tee "$datadir/pg_hba.conf" >/dev/null <<EOF2
-# TYPE  DATABASE  USER      ADDRESS        METHOD
-local   all       postgres                 trust
-local   all       all                      scram-sha-256
-host    all       all       127.0.0.1/32   scram-sha-256
+# TYPE     DATABASE  USER              ADDRESS        METHOD
+local      all       postgres                         trust
+local      all       all                              scram-sha-256
+hostnossl  all       ${TETHER_DB_USER}_tls 127.0.0.1/32   reject
+$tcp       all       all               127.0.0.1/32   scram-sha-256
 EOF2
+	# The key must belong to the instance's user and be readable by it alone.
+	_make_certs "$dir/tls"
+	_pg mkdir -m 0700 "$datadir/tls"
+	local f
+	for f in ca.pem server.pem server-key.pem; do
+		_pg tee "$datadir/tls/$f" <"$dir/tls/$f" >/dev/null
+	done
+	_pg chmod 0600 "$datadir/tls/server-key.pem"
 	_pg tee -a "$datadir/postgresql.conf" >/dev/null <<EOF2
 
 # --- tether throwaway instance (scripts/lib/databases.sh) ---
@@ -220,6 +266,10 @@ max_connections = 200
 fsync = off
 synchronous_commit = off
 full_page_writes = off
+ssl = on
+ssl_cert_file = '$datadir/tls/server.pem'
+ssl_key_file = '$datadir/tls/server-key.pem'
+ssl_ca_file = '$datadir/tls/ca.pem'
 ${TETHER_PG_CONF:-}
 EOF2
 	# TETHER_PG_LOGICAL=1: logical replication on, for tetherd's change stream (the tests): wal_level logical, and
@@ -256,14 +306,16 @@ EOF2
 	"$psql" -X -q -v ON_ERROR_STOP=1 -h "$sockdir" -p "$port" -U postgres -d postgres \
 		-c "CREATE ROLE \"$u\" LOGIN PASSWORD '$p'" \
 		-c "CREATE DATABASE \"$db\" OWNER \"$u\"" \
-		-c "CREATE ROLE \"${u}_pool\" LOGIN PASSWORD '$p' IN ROLE \"$u\"" || die "postgres: creating $db and $u failed"
+		-c "CREATE ROLE \"${u}_pool\" LOGIN PASSWORD '$p' IN ROLE \"$u\"" \
+		-c "CREATE ROLE \"${u}_tls\" LOGIN PASSWORD '$p' IN ROLE \"$u\"" || die "postgres: creating $db and $u failed"
 	if [[ "${TETHER_PG_LOGICAL:-0}" == 1 ]]; then
 		"$psql" -X -q -v ON_ERROR_STOP=1 -h "$sockdir" -p "$port" -U postgres -d "$db" \
 			-c "ALTER ROLE \"$u\" REPLICATION" || die "postgres: setting up logical replication failed"
 	fi
 	PG_DSN="host=$sockdir port=$port user=$u password=$p dbname=$db sslmode=disable"
 	PG_POOL_DSN="host=$sockdir port=$port user=${u}_pool password=$p dbname=$db sslmode=disable"
-	export PG_PID PG_DIR PG_DATADIR PG_SOCKET_DIR PG_PORT PG_DSN PG_POOL_DSN
+	PG_TLS_CA=$dir/tls/ca.pem
+	export PG_PID PG_DIR PG_DATADIR PG_SOCKET_DIR PG_PORT PG_DSN PG_POOL_DSN PG_TLS_CA
 	log "postgres: ready in $(since "$t0")s (pid $PG_PID, initdb+start+role)"
 }
 
