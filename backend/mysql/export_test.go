@@ -7,3 +7,7 @@ func SetStaleHook(fn func(sql string) bool) (restore func()) {
 	testHookStale.Store(&fn)
 	return func() { testHookStale.Store(nil) }
 }
+
+// CutParams is cutParams: the DSN without tetherd's own parameters, and
+// those.
+var CutParams = cutParams
