@@ -314,3 +314,29 @@ func TestTLS_DroppedMidQuery(t *testing.T) {
 	}
 	t.Fatalf("the pool did not recover: %v", last)
 }
+
+// TestTLS_SessionResumed checks that a reconnect resumes the TLS session of
+// an earlier connection (the backend's session cache), and that without
+// the cache it does not.
+func TestTLS_SessionResumed(t *testing.T) {
+	for _, cache := range []bool{true, false} {
+		b, err := mysql.New(tether.DefaultBackendConfig("mysql", tlsDSN(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cache {
+			mysql.NoResume(b)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for i := 0; i < 3; i++ {
+			withTLS, resumed, err := mysql.DialOnce(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !withTLS || resumed != (cache && i > 0) {
+				t.Fatalf("session cache %v, dial %d: tls %v, resumed %v", cache, i, withTLS, resumed)
+			}
+		}
+	}
+}

@@ -318,3 +318,26 @@ func code(err error) tether.Code {
 	}
 	return ""
 }
+
+// TestTLS_Reconnects dials again and again with the backend's TLS session
+// cache. PostgreSQL's server turns resumption off (no session tickets, no
+// session cache: be-secure-openssl.c), so each dial is a full handshake:
+// the cache must not get in the way, and resumes when a server allows it.
+func TestTLS_Reconnects(t *testing.T) {
+	b, err := postgres.New(tether.DefaultBackendConfig("postgres", tlsDSN(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < 3; i++ {
+		withTLS, resumed, err := postgres.DialOnce(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !withTLS {
+			t.Fatalf("dial %d: no TLS", i)
+		}
+		t.Logf("dial %d: resumed %v", i, resumed)
+	}
+}

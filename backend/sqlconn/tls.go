@@ -282,3 +282,12 @@ func (c *Conn[E, P]) closeTLS(goodbye []byte) {
 	c.ts.flush()
 	c.ts.out = nil
 }
+
+// TLSState returns the TLS session's state (version, cipher suite, whether
+// it resumed), false for a plain connection.
+func (c *Conn[E, P]) TLSState() (tls.ConnectionState, bool) {
+	if c.tc == nil {
+		return tls.ConnectionState{}, false
+	}
+	return c.tc.ConnectionState(), true
+}
