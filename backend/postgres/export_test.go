@@ -14,4 +14,3 @@ func DialOnce(ctx context.Context, b *Backend) (withTLS, resumed bool, err error
 	st, ok := c.TLSState()
 	return ok, st.DidResume, nil
 }
-
