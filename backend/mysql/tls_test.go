@@ -340,3 +340,42 @@ func TestTLS_SessionResumed(t *testing.T) {
 		}
 	}
 }
+
+// TestTLS_Modes connects with tls=skip-verify (no CA given: nothing to
+// verify against) and tls=preferred as the user the server lets in only
+// over TLS, and with tls=preferred to a server that offers no TLS, in clear.
+func TestTLS_Modes(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"skip-verify", "preferred"} {
+		dsn := withDSN(t, tlsDSN(t), func(mc *gomysql.Config) {
+			mc.TLSConfig, mc.TLS = mode, nil
+			delete(mc.Params, "tls-ca")
+		})
+		b, _ := openBackend(t, tether.DefaultBackendConfig("mysql", dsn))
+		r, err := b.Query(ctx, tether.Statement{SQL: "SHOW SESSION STATUS LIKE 'Ssl_version'"})
+		if err != nil || len(r.Rows) != 1 || !strings.HasPrefix(fmt.Sprint(r.Rows[0][1]), "TLSv1.") {
+			t.Fatalf("tls=%s: Ssl_version %v, %v", mode, r, err)
+		}
+	}
+	// In clear where the server offers no TLS: the user that may use TCP
+	// without it (unless the server requires TLS of everyone).
+	plain := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
+	via := noTLSProxy(t, tlsAddr(t))
+	dsn := withDSN(t, plain, func(mc *gomysql.Config) { mc.Net, mc.Addr, mc.TLSConfig = "tcp", via, "preferred" })
+	b, err := mysql.New(tether.DefaultBackendConfig("mysql", dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	err = b.Open(ctx)
+	if err != nil && strings.Contains(err.Error(), "secure transport") {
+		t.Skipf("the server requires TLS of every TCP client: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("tls=preferred to a server without TLS: %v", err)
+	}
+	r, err := b.Query(ctx, tether.Statement{SQL: "SHOW SESSION STATUS LIKE 'Ssl_version'"})
+	if err != nil || len(r.Rows) != 1 || fmt.Sprint(r.Rows[0][1]) != "" {
+		t.Fatalf("tls=preferred without TLS offered: Ssl_version %v, %v; want in clear", r, err)
+	}
+}
