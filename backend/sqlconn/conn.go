@@ -63,7 +63,8 @@ type Protocol interface {
 // protocol's awaited-answer type. Loop goroutine only, once dialled.
 //
 // The protocol's life with it:
-//  1. Adopt the non-blocking socket once dialled; Start it from Attach.
+//  1. Adopt the non-blocking socket once dialled (AdoptTLS a TLS session
+//     over a Socket, tls.go); Start it from Attach.
 //  2. Send (sqlpool.ServerConn's, promoted) queues the request and writes
 //     it unless a prepare is in flight (Blocked): Protocol.WriteRequest
 //     encodes it into Out and appends its answers to Exp. Once a prepare
