@@ -132,7 +132,7 @@ func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
 		pc.Close(ctx)
 		return nil, d.classify(err)
 	}
-	c := &conn{drv: d, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr()}
+	c := &conn{drv: d, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr(), tlsCfg: hj.TLSConfig}
 	switch nc := hj.Conn.(type) {
 	case *tls.Conn:
 		if err := c.AdoptTLS(nc); err != nil {
@@ -170,7 +170,8 @@ func (d *driver) reportParameter(r *sqlpool.Request, name, value string) {
 }
 
 // Cancel implements sqlpool.Driver: a CancelRequest on a connection of its
-// own, to the address the session's connection went to; it returns when the
+// own, to the address the session's connection went to, over TLS if the
+// session is (its secret key is not sent in clear); it returns when the
 // server closed it, after signalling the session.
 func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
 	c := sc.(*conn)
@@ -183,6 +184,11 @@ func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
+	if c.tlsCfg != nil {
+		if nc, err = startTLS(ctx, nc, c.tlsCfg); err != nil {
+			return fmt.Errorf("cancel: %w", err)
+		}
+	}
 	msg := binary.BigEndian.AppendUint32(nil, uint32(12+len(c.secret)))
 	msg = binary.BigEndian.AppendUint32(msg, 80877102)
 	msg = binary.BigEndian.AppendUint32(msg, c.pid)
@@ -194,6 +200,26 @@ func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
 		return fmt.Errorf("wait for the cancel to be taken: %w", err)
 	}
 	return nil
+}
+
+// startTLS asks the server for TLS on nc (an SSLRequest) and runs the
+// handshake with cfg.
+func startTLS(ctx context.Context, nc net.Conn, cfg *tls.Config) (net.Conn, error) {
+	if _, err := nc.Write([]byte{0, 0, 0, 8, 4, 210, 22, 47}); err != nil { // length 8, code 80877103
+		return nil, fmt.Errorf("send ssl request: %w", err)
+	}
+	var resp [1]byte
+	if _, err := io.ReadFull(nc, resp[:]); err != nil {
+		return nil, fmt.Errorf("read ssl response: %w", err)
+	}
+	if resp[0] != 'S' {
+		return nil, errors.New("the server refused TLS")
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("tls handshake: %w", err)
+	}
+	return tc, nil
 }
 
 // Terminate implements sqlpool.Driver: pg_terminate_backend on the side

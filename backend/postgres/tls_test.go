@@ -341,3 +341,63 @@ func TestTLS_Reconnects(t *testing.T) {
 		t.Logf("dial %d: resumed %v", i, resumed)
 	}
 }
+
+// TestTLS_CancelOverTLS checks that a statement given up on is cancelled
+// over TLS, as its session runs: the proxy in front of the server refuses a
+// CancelRequest sent in clear (its secret key would be readable on the
+// network), and the statement must still stop.
+func TestTLS_CancelOverTLS(t *testing.T) {
+	target := tlsAddr(t)
+	var mu sync.Mutex
+	var clear, total int
+	addr := forward(t, "127.0.0.1:0", "", func(c net.Conn) {
+		var first [8]byte
+		if _, err := io.ReadFull(c, first[:]); err != nil {
+			return
+		}
+		mu.Lock()
+		total++
+		if string(first[4:]) == "\x04\xd2\x16\x2e" { // 80877102: CancelRequest, in clear
+			clear++
+			mu.Unlock()
+			return
+		}
+		mu.Unlock()
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		up.Write(first[:])
+		go io.Copy(up, c)
+		io.Copy(c, up)
+	})
+	cfg := tether.DefaultBackendConfig("postgres", via(t, addr))
+	cfg.MaxConns, cfg.MinConns = 1, 1
+	b, ctx := openTLS(t, cfg)
+	r, err := b.Query(ctx, tether.Statement{SQL: "SELECT pg_backend_pid()"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := fmt.Sprint(r.Rows[0][0])
+	qctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := b.Query(qctx, tether.Statement{SQL: "SELECT pg_sleep(30)"}); code(err) != tether.CodeTimeout {
+		t.Fatalf("pg_sleep(30) with a deadline of 300 ms: %v, want timeout", err)
+	}
+	// The session runs the next statement once the cancel stopped the
+	// sleep (or the pool gave up on it after 5 s and ended it).
+	start := time.Now()
+	r, err = b.Query(ctx, tether.Statement{SQL: "SELECT pg_backend_pid()"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if clear > 0 {
+		t.Fatalf("%d CancelRequests sent in clear to a TLS session", clear)
+	}
+	if fmt.Sprint(r.Rows[0][0]) != pid || time.Since(start) > 4*time.Second {
+		t.Fatalf("after the cancel: session %v (was %s) in %s; want the same session, its sleep cancelled", r.Rows[0][0], pid, time.Since(start))
+	}
+}
