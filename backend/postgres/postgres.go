@@ -62,16 +62,20 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	}
 	side.ConnectTimeout = pc.ConnectTimeout
 	withTLSDefaults(&side.Config, sessions)
-	// The pool's connections are dialled through a Socket, so that a TLS
-	// session pgconn starts over it can go on over the loop's fd (Dial).
-	loopCfg := pc.Copy()
-	dial := pc.DialFunc
-	loopCfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
+	// The pool's connections are dialled through a Socket when they may
+	// use TLS, so that a TLS session pgconn starts over it can go on over
+	// the loop's fd (Dial).
+	loopCfg := pc
+	if mayUseTLS(pc) {
+		loopCfg = pc.Copy()
+		dial := pc.DialFunc
+		loopCfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return sqlconn.NewSocket(nc), nil
 		}
-		return sqlconn.NewSocket(nc), nil
 	}
 	d := &driver{cfg: pc, loopCfg: loopCfg, sideCfg: side, stmtCacheSize: cfg.StmtCacheSize, pooled: map[string]bool{}}
 	for _, v := range pooledVariables {
@@ -82,6 +86,20 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	b := &Backend{Pool: p, d: d}
 	b.KeyValue = sqldb.NewKeyValue("postgres", keySQL(), p)
 	return b, nil
+}
+
+// mayUseTLS reports whether pc may connect with TLS (sslmode other than
+// disable).
+func mayUseTLS(pc *pgconn.Config) bool {
+	if pc.TLSConfig != nil {
+		return true
+	}
+	for _, f := range pc.Fallbacks {
+		if f.TLSConfig != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // withTLSDefaults sets, on each TLS config pc may connect with, TLS 1.2 at
