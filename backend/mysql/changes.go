@@ -65,6 +65,9 @@ func (b *Backend) FollowChanges(ctx context.Context, ready func(), changed func(
 			return err
 		},
 	}
+	if d.tls != nil && !d.tlsPreferred {
+		cfg.TLSConfig = d.tls
+	}
 	if d.cfg.Net == "unix" {
 		socket := d.cfg.Addr
 		cfg.Host, cfg.Port = "localhost", 0

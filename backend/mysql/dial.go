@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/pem"
@@ -15,6 +16,7 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/tether-php/tether/backend/sqlconn"
 	"github.com/tether-php/tether/internal/evloop"
 )
 
@@ -121,12 +123,26 @@ func (d *driver) dial(ctx context.Context) (*conn, error) {
 	if hs.caps&gomysql.CLIENT_SESSION_TRACK == 0 || hs.caps&gomysql.CLIENT_DEPRECATE_EOF == 0 {
 		return nil, fmt.Errorf("server %s lacks session tracking (CLIENT_SESSION_TRACK, CLIENT_DEPRECATE_EOF): tetherd needs MySQL 5.7 or MariaDB 10.2 or later", hs.version)
 	}
-	if err := bc.authenticate(d, hs, nc.RemoteAddr().Network() == "unix"); err != nil {
+	var tc *tls.Conn
+	if d.tls != nil {
+		if tc, err = bc.startTLS(ctx, d, hs); err != nil {
+			return nil, err
+		}
+	}
+	secure := tc != nil || nc.RemoteAddr().Network() == "unix"
+	if err := bc.authenticate(d, hs, tc != nil, secure); err != nil {
 		return nil, err
 	}
 	c := &conn{drv: d, threadID: hs.threadID, version: hs.version}
 	if err := c.setup(bc); err != nil {
 		return nil, err
+	}
+	if tc != nil {
+		if err := c.AdoptTLS(tc); err != nil {
+			return nil, err
+		}
+		ok = true
+		return c, nil
 	}
 	fd, err := evloop.TakeFd(nc)
 	if err != nil {
@@ -136,6 +152,46 @@ func (d *driver) dial(ctx context.Context) (*conn, error) {
 	ok = true
 	nc.Close() // the loop works on the duplicate
 	return c, nil
+}
+
+// startTLS asks the server for TLS (an SSLRequest: the handshake response's
+// first 32 bytes, with CLIENT_SSL) and runs the TLS handshake over the
+// dialled connection, which b then reads and writes through. It returns nil
+// with tls=preferred when the server offers no TLS.
+func (b *blockingConn) startTLS(ctx context.Context, d *driver, hs *handshake) (*tls.Conn, error) {
+	if hs.caps&gomysql.CLIENT_SSL == 0 {
+		if d.tlsPreferred {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("server %s at %s does not offer TLS, which the dsn asks for (tls=%s)", hs.version, d.cfg.Addr, d.cfg.TLSConfig)
+	}
+	p := make([]byte, 0, 32)
+	p = binary.LittleEndian.AppendUint32(p, clientCaps(d, hs, true))
+	p = binary.LittleEndian.AppendUint32(p, maxPacket)
+	p = append(p, d.collation)
+	p = append(p, make([]byte, 23)...)
+	if err := b.writePacket(p); err != nil {
+		return nil, fmt.Errorf("send ssl request: %w", err)
+	}
+	tc := tls.Client(sqlconn.NewSocket(b.nc), d.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("tls handshake with %s: %w", d.cfg.Addr, err)
+	}
+	b.nc = tc
+	return tc, nil
+}
+
+// clientCaps are the capabilities the client asks for of a server that
+// offers hs.caps.
+func clientCaps(d *driver, hs *handshake, withTLS bool) uint32 {
+	caps := capabilities & (hs.caps | gomysql.CLIENT_LONG_PASSWORD)
+	if d.cfg.DBName != "" {
+		caps |= gomysql.CLIENT_CONNECT_WITH_DB
+	}
+	if withTLS {
+		caps |= gomysql.CLIENT_SSL
+	}
+	return caps
 }
 
 func (b *blockingConn) readHandshake() (*handshake, error) {
@@ -218,8 +274,9 @@ func authResponse(d *driver, plugin string, scramble []byte) ([]byte, error) {
 }
 
 // authenticate sends the handshake response and follows the server's auth
-// exchange to its OK.
-func (b *blockingConn) authenticate(d *driver, hs *handshake, secure bool) error {
+// exchange to its OK. withTLS: it goes over TLS (startTLS); secure: the
+// channel is safe for a password in clear (TLS, or a Unix socket).
+func (b *blockingConn) authenticate(d *driver, hs *handshake, withTLS, secure bool) error {
 	plugin := hs.plugin
 	if plugin == "" {
 		plugin = "mysql_native_password"
@@ -228,10 +285,7 @@ func (b *blockingConn) authenticate(d *driver, hs *handshake, secure bool) error
 	if err != nil {
 		return err
 	}
-	caps := capabilities & (hs.caps | gomysql.CLIENT_LONG_PASSWORD)
-	if d.cfg.DBName != "" {
-		caps |= gomysql.CLIENT_CONNECT_WITH_DB
-	}
+	caps := clientCaps(d, hs, withTLS)
 	p := make([]byte, 0, 128)
 	p = binary.LittleEndian.AppendUint32(p, caps)
 	p = binary.LittleEndian.AppendUint32(p, maxPacket)

@@ -1,5 +1,7 @@
 package mysql
 
+import "context"
+
 // SetStaleHook makes the execute of every statement for which fn returns true
 // answer ER_NEED_REPREPARE (the statement does not run), until restore is
 // called.
@@ -7,3 +9,22 @@ func SetStaleHook(fn func(sql string) bool) (restore func()) {
 	testHookStale.Store(&fn)
 	return func() { testHookStale.Store(nil) }
 }
+
+// CutParams is cutParams: the DSN without tetherd's own parameters, and
+// those.
+var CutParams = cutParams
+
+// DialOnce dials one server connection as the pool does and closes it,
+// reporting whether it ran TLS and resumed a TLS session.
+func DialOnce(ctx context.Context, b *Backend) (withTLS, resumed bool, err error) {
+	c, err := b.d.dial(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer c.Close()
+	st, ok := c.TLSState()
+	return ok, st.DidResume, nil
+}
+
+// NoResume turns TLS session resumption off for b's connections.
+func NoResume(b *Backend) { b.d.tls.ClientSessionCache = nil }

@@ -9,11 +9,16 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,18 +45,24 @@ type Backend struct {
 // New returns a backend for cfg.DSN in go-sql-driver/mysql's format
 // ("user:pass@unix(/run/mysqld/mysqld.sock)/db" or "user:pass@tcp(host:3306)/db"),
 // parsed by that driver. Of its options, tetherd uses the address, user,
-// password, database, collation, allowCleartextPasswords and extra session
-// variables (any other key=value: SET at connect); TLS is not supported yet by
-// the loop-driven connections and is refused. It connects nothing.
+// password, database, collation, allowCleartextPasswords, TLS (tlsConfig)
+// and extra session variables (any other key=value: SET at connect). It
+// connects nothing.
 func New(cfg tether.BackendConfig) (*Backend, error) {
-	mc, err := gosql.ParseDSN(cfg.DSN)
+	dsn, own, err := cutParams(cfg.DSN, "tls-ca", "tls-server-name")
 	if err != nil {
 		return nil, fmt.Errorf("mysql: dsn: %w", err)
 	}
-	if mc.TLS != nil || mc.TLSConfig != "" && mc.TLSConfig != "false" {
-		return nil, errors.New("mysql: dsn: tls is not supported by tetherd's loop-driven MySQL connections yet; reach the server over a Unix socket or a private network")
+	mc, err := gosql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: dsn: %w", err)
 	}
-	d := &driver{cfg: mc, connectTimeout: time.Duration(cfg.ConnectTimeout), stmtCacheSize: cfg.StmtCacheSize,
+	tc, err := tlsConfig(mc, own)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: dsn: %w", err)
+	}
+	d := &driver{cfg: mc, tls: tc, tlsPreferred: mc.AllowFallbackToPlaintext,
+		connectTimeout: time.Duration(cfg.ConnectTimeout), stmtCacheSize: cfg.StmtCacheSize,
 		pooled: map[string]bool{}}
 	for _, v := range pooledVariables {
 		d.pooled[v] = true
@@ -98,9 +109,93 @@ func isIdent(s string) bool {
 	return true
 }
 
+// cutParams takes tetherd's own parameters names out of dsn, before
+// go-sql-driver parses it: it would take them for session variables, and a
+// path's slashes for the one before the database name. A value may be URL
+// escaped.
+func cutParams(dsn string, names ...string) (string, map[string]string, error) {
+	own := map[string]string{}
+	q := strings.LastIndexByte(dsn, '?')
+	if q < 0 {
+		return dsn, own, nil
+	}
+	kept := make([]string, 0, 4)
+	for _, kv := range strings.Split(dsn[q+1:], "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, k) {
+			kept = append(kept, kv)
+			continue
+		}
+		uv, err := url.QueryUnescape(v)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", k, err)
+		}
+		own[k] = uv
+	}
+	if len(kept) == 0 {
+		return dsn[:q], own, nil
+	}
+	return dsn[:q+1] + strings.Join(kept, "&"), own, nil
+}
+
+// tlsConfig reads the DSN's TLS settings, go-sql-driver's tls parameter and
+// tetherd's own tls-ca and tls-server-name (own, cutParams), and returns the
+// config of the TLS connections, nil for none; mc.TLS is set to it too, for
+// the side connections:
+//
+//	tls=true         verify the server's chain (system roots, and tls-ca) and name
+//	tls=skip-verify  encrypt, verify nothing
+//	tls=preferred    encrypt, verify nothing, if the server offers TLS
+//	tls=false        no TLS (the default)
+//	tls-ca=path      a PEM file of CA certificates trusted besides the system's
+//	tls-server-name  the name verified, when not the address's host
+//
+// Connections share a session cache, so that a reconnect resumes a TLS
+// session (one round trip and no certificate check less). TLS 1.2 at least.
+func tlsConfig(mc *gosql.Config, own map[string]string) (*tls.Config, error) {
+	ca, hasCA := own["tls-ca"]
+	name, hasName := own["tls-server-name"]
+	if mc.TLS == nil {
+		if hasCA || hasName {
+			return nil, errors.New("tls-ca and tls-server-name need tls=true")
+		}
+		return nil, nil
+	}
+	tc := mc.TLS.Clone()
+	tc.MinVersion = tls.VersionTLS12
+	tc.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+	if hasName {
+		tc.ServerName = name
+	}
+	if hasCA {
+		if tc.InsecureSkipVerify {
+			return nil, fmt.Errorf("tls-ca needs tls=true, not tls=%s", mc.TLSConfig)
+		}
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca: %w", err)
+		}
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca %s: no PEM certificate in it", ca)
+		}
+		tc.RootCAs = roots
+	}
+	if !tc.InsecureSkipVerify && tc.ServerName == "" {
+		return nil, fmt.Errorf("tls=true over %s %s: set tls-server-name to the name to verify", mc.Net, mc.Addr)
+	}
+	mc.TLS = tc
+	return tc, nil
+}
+
 // driver is the MySQL protocol as the pool uses it (sqlpool.Driver).
 type driver struct {
 	cfg            *gosql.Config
+	tls            *tls.Config // nil: no TLS
+	tlsPreferred   bool        // tls=preferred: plain when the server offers no TLS
 	connectTimeout time.Duration
 	stmtCacheSize  int
 	collation      byte

@@ -22,8 +22,12 @@ import (
 // named by TETHER_TEST_MYSQL_DSN (and, for the fault tests, reachable over TCP
 // at TETHER_TEST_MYSQL_ADDR).
 func TestBackend(t *testing.T) {
-	dsn := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN")
-	addr := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_ADDR")
+	runSuite(t, backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_DSN"), backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_ADDR"))
+}
+
+// runSuite runs the shared suite against the server at dsn, reachable over
+// TCP at addr for the fault tests.
+func runSuite(t *testing.T, dsn, addr string) {
 	newBackend := func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
 		b, err := mysql.New(cfg)
 		if err != nil {
@@ -45,12 +49,7 @@ func TestBackend(t *testing.T) {
 		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
 		New:    newBackend,
 		ProxiedConfig: func(t *testing.T, via string) (tether.BackendConfig, string) {
-			mc, err := gomysql.ParseDSN(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mc.Net, mc.Addr = "tcp", via
-			return tether.DefaultBackendConfig("mysql", mc.FormatDSN()), addr
+			return tether.DefaultBackendConfig("mysql", withDSN(t, dsn, func(mc *gomysql.Config) { mc.Net, mc.Addr = "tcp", via })), addr
 		},
 		KillConnections: func(ctx context.Context, b backendtest.SQLBackend) error {
 			r, err := b.Query(ctx, tether.Statement{SQL: "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = CURRENT_USER() OR USER = SUBSTRING_INDEX(USER(), '@', 1)"})

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,7 +48,8 @@ type conn struct {
 	drv    *driver
 	pid    uint32
 	secret []byte
-	addr   net.Addr // where a CancelRequest goes
+	addr   net.Addr    // where a CancelRequest goes
+	tlsCfg *tls.Config // the session's TLS config, which its CancelRequest goes over too; nil: none
 
 	stmts     sqlconn.StmtCache[*stmt]
 	nextName  uint64

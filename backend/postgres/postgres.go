@@ -11,6 +11,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlconn"
 	"github.com/tether-php/tether/backend/sqldb"
 	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/evloop"
@@ -41,27 +43,41 @@ type Backend struct {
 
 // New returns a backend for cfg.DSN, a libpq connection string
 // ("host=/var/run/postgresql dbname=app user=app") or URL, parsed by pgx. The
-// connect timeout comes from connect_timeout. TLS is not supported yet by the
-// loop-driven connections: sslmode prefer and allow connect without it, and
-// require or verify-* are refused. It connects nothing.
+// connect timeout comes from connect_timeout. TLS is libpq's: sslmode
+// (disable, allow, prefer, require, verify-ca, verify-full), sslrootcert,
+// sslcert, sslkey, sslpassword, sslsni; the loop-driven connections run it
+// in user space (sqlconn.Socket), the side connections in pgx. It connects
+// nothing.
 func New(cfg tether.BackendConfig) (*Backend, error) {
 	pc, err := pgconn.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: dsn: %w", err)
 	}
 	pc.ConnectTimeout = time.Duration(cfg.ConnectTimeout)
-	if err := withoutTLS(pc); err != nil {
-		return nil, err
-	}
+	sessions := tls.NewLRUClientSessionCache(0)
+	withTLSDefaults(pc, sessions)
 	side, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: dsn: %w", err)
 	}
 	side.ConnectTimeout = pc.ConnectTimeout
-	if err := withoutTLS(&side.Config); err != nil {
-		return nil, err
+	withTLSDefaults(&side.Config, sessions)
+	// The pool's connections are dialled through a Socket when they may
+	// use TLS, so that a TLS session pgconn starts over it can go on over
+	// the loop's fd (Dial).
+	loopCfg := pc
+	if mayUseTLS(pc) {
+		loopCfg = pc.Copy()
+		dial := pc.DialFunc
+		loopCfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return sqlconn.NewSocket(nc), nil
+		}
 	}
-	d := &driver{cfg: pc, sideCfg: side, stmtCacheSize: cfg.StmtCacheSize, pooled: map[string]bool{}}
+	d := &driver{cfg: pc, loopCfg: loopCfg, sideCfg: side, stmtCacheSize: cfg.StmtCacheSize, pooled: map[string]bool{}}
 	for _, v := range pooledVariables {
 		d.pooled[v] = true
 	}
@@ -72,29 +88,40 @@ func New(cfg tether.BackendConfig) (*Backend, error) {
 	return b, nil
 }
 
-// withoutTLS keeps only the ways to connect without TLS, or refuses a config
-// that requires it.
-func withoutTLS(pc *pgconn.Config) error {
-	var plain []*pgconn.FallbackConfig
-	if pc.TLSConfig == nil {
-		plain = append(plain, &pgconn.FallbackConfig{Host: pc.Host, Port: pc.Port})
+// mayUseTLS reports whether pc may connect with TLS (sslmode other than
+// disable).
+func mayUseTLS(pc *pgconn.Config) bool {
+	if pc.TLSConfig != nil {
+		return true
 	}
 	for _, f := range pc.Fallbacks {
-		if f.TLSConfig == nil {
-			plain = append(plain, f)
+		if f.TLSConfig != nil {
+			return true
 		}
 	}
-	if len(plain) == 0 {
-		return errors.New("postgres: dsn: sslmode requires TLS, which tetherd's loop-driven PostgreSQL connections do not support yet; use sslmode=disable over a Unix socket or a private network")
+	return false
+}
+
+// withTLSDefaults sets, on each TLS config pc may connect with, TLS 1.2 at
+// least and the backend's session cache, so that a reconnect resumes a TLS
+// session (fewer round trips, no certificate check).
+func withTLSDefaults(pc *pgconn.Config, sessions tls.ClientSessionCache) {
+	set := func(tc *tls.Config) {
+		if tc != nil {
+			tc.MinVersion = max(tc.MinVersion, tls.VersionTLS12)
+			tc.ClientSessionCache = sessions
+		}
 	}
-	pc.Host, pc.Port, pc.TLSConfig = plain[0].Host, plain[0].Port, nil
-	pc.Fallbacks = plain[1:]
-	return nil
+	set(pc.TLSConfig)
+	for _, f := range pc.Fallbacks {
+		set(f.TLSConfig)
+	}
 }
 
 // driver is the PostgreSQL protocol as the pool uses it (sqlpool.Driver).
 type driver struct {
-	cfg           *pgconn.Config
+	cfg           *pgconn.Config  // as parsed: the change stream's
+	loopCfg       *pgconn.Config  // the pool's: dials through a sqlconn.Socket
 	sideCfg       *pgx.ConnConfig // the side connection's (pgx wants its own parse)
 	stmtCacheSize int
 	pooled        map[string]bool
@@ -114,7 +141,7 @@ func (d *driver) Name() string { return "postgres" }
 // Dial implements sqlpool.Driver: pgconn connects and authenticates, then
 // hands its socket over.
 func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
-	pc, err := pgconn.ConnectConfig(ctx, d.cfg)
+	pc, err := pgconn.ConnectConfig(ctx, d.loopCfg)
 	if err != nil {
 		return nil, d.classify(err)
 	}
@@ -123,15 +150,22 @@ func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
 		pc.Close(ctx)
 		return nil, d.classify(err)
 	}
-	defer hj.Conn.Close() // the loop works on a duplicate
-	if hj.TLSConfig != nil {
-		return nil, errors.New("postgres: the connection negotiated TLS, which tetherd's loop-driven connections do not support yet")
+	c := &conn{drv: d, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr(), tlsCfg: hj.TLSConfig}
+	switch nc := hj.Conn.(type) {
+	case *tls.Conn:
+		if err := c.AdoptTLS(nc); err != nil {
+			nc.NetConn().Close()
+			return nil, d.classify(err)
+		}
+		return c, nil
+	case *sqlconn.Socket:
+		hj.Conn = nc.NetConn() // no TLS (sslmode disable, or prefer to a server without)
 	}
+	defer hj.Conn.Close() // the loop works on a duplicate
 	fd, err := evloop.TakeFd(hj.Conn)
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{drv: d, pid: hj.PID, secret: hj.SecretKey, addr: hj.Conn.RemoteAddr()}
 	c.Adopt(fd)
 	return c, nil
 }
@@ -154,7 +188,8 @@ func (d *driver) reportParameter(r *sqlpool.Request, name, value string) {
 }
 
 // Cancel implements sqlpool.Driver: a CancelRequest on a connection of its
-// own, to the address the session's connection went to; it returns when the
+// own, to the address the session's connection went to, over TLS if the
+// session is (its secret key is not sent in clear); it returns when the
 // server closed it, after signalling the session.
 func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
 	c := sc.(*conn)
@@ -167,6 +202,11 @@ func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
+	if c.tlsCfg != nil {
+		if nc, err = startTLS(ctx, nc, c.tlsCfg); err != nil {
+			return fmt.Errorf("cancel: %w", err)
+		}
+	}
 	msg := binary.BigEndian.AppendUint32(nil, uint32(12+len(c.secret)))
 	msg = binary.BigEndian.AppendUint32(msg, 80877102)
 	msg = binary.BigEndian.AppendUint32(msg, c.pid)
@@ -178,6 +218,26 @@ func (d *driver) Cancel(ctx context.Context, sc sqlpool.ServerConn) error {
 		return fmt.Errorf("wait for the cancel to be taken: %w", err)
 	}
 	return nil
+}
+
+// startTLS asks the server for TLS on nc (an SSLRequest) and runs the
+// handshake with cfg.
+func startTLS(ctx context.Context, nc net.Conn, cfg *tls.Config) (net.Conn, error) {
+	if _, err := nc.Write([]byte{0, 0, 0, 8, 4, 210, 22, 47}); err != nil { // length 8, code 80877103
+		return nil, fmt.Errorf("send ssl request: %w", err)
+	}
+	var resp [1]byte
+	if _, err := io.ReadFull(nc, resp[:]); err != nil {
+		return nil, fmt.Errorf("read ssl response: %w", err)
+	}
+	if resp[0] != 'S' {
+		return nil, errors.New("the server refused TLS")
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("tls handshake: %w", err)
+	}
+	return tc, nil
 }
 
 // Terminate implements sqlpool.Driver: pg_terminate_backend on the side

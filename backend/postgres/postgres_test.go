@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the independent connection of the leak tests
 
 	tether "github.com/tether-php/tether"
@@ -24,8 +23,12 @@ import (
 // TETHER_TEST_POSTGRES_DSN (and, for the fault tests, reachable over TCP at
 // TETHER_TEST_POSTGRES_ADDR).
 func TestBackend(t *testing.T) {
-	dsn := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN")
-	addr := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_ADDR")
+	runSuite(t, backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_DSN"), backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_ADDR"))
+}
+
+// runSuite runs the shared suite against the server at dsn (key=value
+// form), reachable over TCP at addr for the fault tests.
+func runSuite(t *testing.T, dsn, addr string) {
 	backendtest.Run(t, &backendtest.Suite{
 		Dialect: backendtest.Dialect{
 			Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
@@ -40,16 +43,13 @@ func TestBackend(t *testing.T) {
 		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
 		New:    newSQLBackend,
 		ProxiedConfig: func(t *testing.T, via string) (tether.BackendConfig, string) {
-			pc, err := pgx.ParseConfig(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
 			host, port := "127.0.0.1", "1"
 			if via != "" {
 				host, port, _ = net.SplitHostPort(via)
 			}
-			return tether.DefaultBackendConfig("postgres", fmt.Sprintf("host=%s port=%s user=%s password=%s dbname=%s sslmode=disable",
-				host, port, pc.User, pc.Password, pc.Database)), addr
+			// The DSN's own settings (TLS among them), the last host and
+			// port winning.
+			return tether.DefaultBackendConfig("postgres", fmt.Sprintf("%s host=%s port=%s", dsn, host, port)), addr
 		},
 		KillConnections: func(ctx context.Context, b backendtest.SQLBackend) error {
 			r, err := b.Query(ctx, tether.Statement{SQL: "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid() AND datname = current_database()"})

@@ -9,6 +9,7 @@
 package sqlconn
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"syscall"
@@ -62,7 +63,8 @@ type Protocol interface {
 // protocol's awaited-answer type. Loop goroutine only, once dialled.
 //
 // The protocol's life with it:
-//  1. Adopt the non-blocking socket once dialled; Start it from Attach.
+//  1. Adopt the non-blocking socket once dialled (AdoptTLS a TLS session
+//     over a Socket, tls.go); Start it from Attach.
 //  2. Send (sqlpool.ServerConn's, promoted) queues the request and writes
 //     it unless a prepare is in flight (Blocked): Protocol.WriteRequest
 //     encodes it into Out and appends its answers to Exp. Once a prepare
@@ -102,6 +104,13 @@ type Conn[E any, P Entry[E]] struct {
 	closed   bool
 	pending  []*sqlpool.Request // sent, not yet written
 
+	// tc is the connection's TLS session, over ts (AdoptTLS); nil for a
+	// plain connection. tlsErr is its read error once the input read with
+	// it is parsed.
+	tc     *tls.Conn
+	ts     *Socket
+	tlsErr error
+
 	// answers keeps answers in the order sent while a request runs again
 	// (HoldForRetry).
 	answers sqlpool.AnswerOrder
@@ -130,7 +139,11 @@ func (c *Conn[E, P]) CloseSocket(goodbye []byte) {
 		return
 	}
 	c.closed = true
-	evloop.RawWrite(c.fd, goodbye)
+	if c.tc != nil {
+		c.closeTLS(goodbye)
+	} else {
+		evloop.RawWrite(c.fd, goodbye)
+	}
 	unix.Close(c.fd)
 	c.Out, c.in = nil, nil
 }
@@ -195,6 +208,10 @@ func (c *Conn[E, P]) OnWritable() { c.flush() }
 
 // flush writes what the socket takes now; the rest when it is writable.
 func (c *Conn[E, P]) flush() {
+	if c.tc != nil {
+		c.flushTLS()
+		return
+	}
 	for c.wpos < len(c.Out) && !c.closed {
 		n, errno := evloop.RawWrite(c.fd, c.Out[c.wpos:])
 		switch errno {
@@ -243,6 +260,13 @@ func (c *Conn[E, P]) read() bool {
 		c.short = false
 		c.settle()
 		return false
+	}
+	if c.tc != nil {
+		if c.tlsErr != nil {
+			c.Fail(c.tlsErr)
+			return false
+		}
+		return c.readTLS()
 	}
 	for {
 		if len(c.in) == 0 {

@@ -94,6 +94,12 @@ type echoDriver struct {
 	open   chan struct{}
 	got    chan string
 	sndbuf int // the socket buffers' size, when set
+	// tls: the connection runs TLS (AdoptTLS) to a crypto/tls server;
+	// burst: that server sends its answers to every burst requests in
+	// one write (many records in one read of the socket).
+	tls     bool
+	burst   bool
+	onServe func(io.ReadWriter) // given the server's end, when set
 
 	mu    sync.Mutex
 	conns []*echoConn
@@ -115,20 +121,33 @@ func (d *echoDriver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
 		return nil, err
 	}
 	c := &echoConn{drv: d, flushed: make(chan bool, 1024)}
-	c.Adopt(fds[0])
+	var rw io.ReadWriter = fdReader(fds[1])
+	var flush func()
+	if d.tls {
+		var err error
+		if rw, flush, err = tlsPair(ctx, c, fds, d.burst); err != nil {
+			return nil, err
+		}
+	} else {
+		c.Adopt(fds[0])
+	}
 	d.mu.Lock()
 	d.conns = append(d.conns, c)
 	d.peers = append(d.peers, fds[1])
 	d.mu.Unlock()
-	go d.serve(fds[1])
+	if d.onServe != nil {
+		d.onServe(rw)
+	}
+	go d.serve(rw, flush)
 	return c, nil
 }
 
-func (d *echoDriver) serve(fd int) {
+// serve answers the requests read from f; flush, when set, after each
+// answer.
+func (d *echoDriver) serve(f io.ReadWriter, flush func()) {
 	if d.gated {
 		<-d.open
 	}
-	f := fdReader(fd)
 	var hdr [4]byte
 	for {
 		if _, err := io.ReadFull(f, hdr[:]); err != nil {
@@ -149,19 +168,38 @@ func (d *echoDriver) serve(fd int) {
 			fmt.Sscanf(string(req), "big:%d", &n)
 			req = bytes.Repeat([]byte("0123456789abcdef"), n/16+1)[:n]
 		}
-		for _, b := range [][]byte{binary.BigEndian.AppendUint32(nil, uint32(len(req))), req} {
-			for len(b) > 0 {
-				n, err := syscall.Write(fd, b)
-				if err != nil {
-					return
-				}
-				b = b[n:]
+		ans := append(binary.BigEndian.AppendUint32(nil, uint32(len(req))), req...)
+		piece := len(ans)
+		if strings.HasPrefix(string(req), "split:") {
+			piece = 3 // over TLS, a record each
+		}
+		for len(ans) > 0 {
+			n := min(piece, len(ans))
+			if _, err := f.Write(ans[:n]); err != nil {
+				return
 			}
+			ans = ans[n:]
+		}
+		if flush != nil {
+			flush()
 		}
 	}
 }
 
+// fdReader reads and writes a blocking fd.
 type fdReader int
+
+func (f fdReader) Write(p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := syscall.Write(int(f), p[done:])
+		if err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
 
 func (f fdReader) Read(p []byte) (int, error) {
 	n, err := syscall.Read(int(f), p)
@@ -242,104 +280,123 @@ func query(p *sqlpool.Pool, sql string) ([]byte, error) {
 // takes is written in part, the rest once the socket is writable again,
 // whole; then the connection stops polling for writability.
 func TestConn_PendingWritesFlushedOnWritable(t *testing.T) {
-	d := &echoDriver{gated: true, sndbuf: 4096}
-	p, c, _ := openEcho(t, d)
-	big := bytes.Repeat([]byte("0123456789"), 100_000)
-	type answer struct {
-		b   []byte
-		err error
-	}
-	res := make(chan answer, 1)
-	go func() {
-		b, err := query(p, string(big))
-		res <- answer{b, err}
-	}()
-	// The server reads nothing yet: the flush stops short and waits.
-	if w := <-c.flushed; !w {
-		t.Fatal("the first flush wrote 1 MB into a socket nobody reads: the test did not fill it")
-	}
-	close(d.open)
-	a := <-res
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	if !bytes.Equal(a.b, big) {
-		t.Fatalf("echoed %d bytes, want the %d sent", len(a.b), len(big))
-	}
-	var wantOut bool
-	var pending int
-	onLoop(t, p, func() { wantOut, pending = c.wantOut, len(c.Out)-c.wpos })
-	if wantOut || pending != 0 {
-		t.Errorf("after the answer: polling for writability %v, %d bytes unwritten; want false, 0", wantOut, pending)
-	}
+	eachTransport(t, func(t *testing.T, withTLS bool) {
+		d := &echoDriver{gated: true, sndbuf: 4096, tls: withTLS}
+		p, c, _ := openEcho(t, d)
+		big := bytes.Repeat([]byte("0123456789"), 100_000)
+		type answer struct {
+			b   []byte
+			err error
+		}
+		res := make(chan answer, 1)
+		go func() {
+			b, err := query(p, string(big))
+			res <- answer{b, err}
+		}()
+		// The server reads nothing yet: the flush stops short and waits.
+		if w := <-c.flushed; !w {
+			t.Fatal("the first flush wrote 1 MB into a socket nobody reads: the test did not fill it")
+		}
+		close(d.open)
+		a := <-res
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if !bytes.Equal(a.b, big) {
+			t.Fatalf("echoed %d bytes, want the %d sent", len(a.b), len(big))
+		}
+		var wantOut bool
+		var pending int
+		onLoop(t, p, func() {
+			wantOut, pending = c.wantOut, len(c.Out)-c.wpos
+			if c.ts != nil {
+				pending += len(c.ts.out) - c.ts.opos
+			}
+		})
+		if wantOut || pending != 0 {
+			t.Errorf("after the answer: polling for writability %v, %d bytes unwritten; want false, 0", wantOut, pending)
+		}
+	})
+}
+
+// eachTransport runs test over a plain socket and over TLS.
+func eachTransport(t *testing.T, test func(t *testing.T, withTLS bool)) {
+	t.Run("Plain", func(t *testing.T) { test(t, false) })
+	t.Run("TLS", func(t *testing.T) { test(t, true) })
 }
 
 // TestConn_ReadBufferGrowsAcrossReads: an answer many reads long grows the
 // input buffer until it holds it whole; a buffer grown past keepBufSize is
 // dropped once parsed, a smaller one kept.
 func TestConn_ReadBufferGrowsAcrossReads(t *testing.T) {
-	d := &echoDriver{}
-	p, c, _ := openEcho(t, d)
-	for _, tc := range []struct {
-		n    int
-		kept bool
-	}{{100, true}, {200_000, true}, {3 << 20, false}, {10, true}} {
-		b, err := query(p, fmt.Sprintf("big:%d", tc.n))
-		if err != nil {
-			t.Fatal(err)
+	eachTransport(t, func(t *testing.T, withTLS bool) {
+		d := &echoDriver{tls: withTLS}
+		p, c, _ := openEcho(t, d)
+		for _, tc := range []struct {
+			n    int
+			kept bool
+		}{{100, true}, {200_000, true}, {3 << 20, false}, {10, true}} {
+			b, err := query(p, fmt.Sprintf("big:%d", tc.n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := bytes.Repeat([]byte("0123456789abcdef"), tc.n/16+1)[:tc.n]
+			if !bytes.Equal(b, want) {
+				t.Fatalf("big:%d: got %d bytes, not the %d sent", tc.n, len(b), tc.n)
+			}
+			var size, rpos, rlen int
+			onLoop(t, p, func() { size, rpos, rlen = len(c.in), c.rpos, c.rlen })
+			if rpos != 0 || rlen != 0 {
+				t.Errorf("big:%d: input at %d..%d once parsed, want rewound", tc.n, rpos, rlen)
+			}
+			switch {
+			case tc.kept && size < 4+tc.n:
+				t.Errorf("big:%d: buffer of %d bytes, too small for the answer it held", tc.n, size)
+			case !tc.kept && size != 0:
+				t.Errorf("big:%d: buffer of %d bytes kept, want it dropped past %d", tc.n, size, keepBufSize)
+			}
 		}
-		want := bytes.Repeat([]byte("0123456789abcdef"), tc.n/16+1)[:tc.n]
-		if !bytes.Equal(b, want) {
-			t.Fatalf("big:%d: got %d bytes, not the %d sent", tc.n, len(b), tc.n)
-		}
-		var size, rpos, rlen int
-		onLoop(t, p, func() { size, rpos, rlen = len(c.in), c.rpos, c.rlen })
-		if rpos != 0 || rlen != 0 {
-			t.Errorf("big:%d: input at %d..%d once parsed, want rewound", tc.n, rpos, rlen)
-		}
-		switch {
-		case tc.kept && size < 4+tc.n:
-			t.Errorf("big:%d: buffer of %d bytes, too small for the answer it held", tc.n, size)
-		case !tc.kept && size != 0:
-			t.Errorf("big:%d: buffer of %d bytes kept, want it dropped past %d", tc.n, size, keepBufSize)
-		}
-	}
+	})
 }
 
 // TestConn_CloseFailsRequestsInFlight: the server's end of the stream with
 // a request in flight fails the connection, and the request with it (not
 // safe to retry: it may have run).
 func TestConn_CloseFailsRequestsInFlight(t *testing.T) {
-	d := &echoDriver{got: make(chan string, 1)}
-	p, c, peer := openEcho(t, d)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := query(p, "hang")
-		errc <- err
-	}()
-	if got := <-d.got; got != "hang" {
-		t.Fatalf("server read %q", got)
-	}
-	syscall.Shutdown(peer, syscall.SHUT_RDWR)
-	err := <-errc
-	if err == nil || !strings.Contains(err.Error(), "connection lost: EOF") {
-		t.Fatalf("query on a connection the server closed: %v, want connection lost: EOF", err)
-	}
-	var closed bool
-	onLoop(t, p, func() { closed = c.Closed() })
-	if !closed {
-		t.Error("the connection the server closed is still open")
-	}
+	eachTransport(t, func(t *testing.T, withTLS bool) {
+		d := &echoDriver{got: make(chan string, 1), tls: withTLS}
+		p, c, peer := openEcho(t, d)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := query(p, "hang")
+			errc <- err
+		}()
+		if got := <-d.got; got != "hang" {
+			t.Fatalf("server read %q", got)
+		}
+		syscall.Shutdown(peer, syscall.SHUT_RDWR)
+		err := <-errc
+		if err == nil || !strings.Contains(err.Error(), "connection lost: EOF") {
+			t.Fatalf("query on a connection the server closed: %v, want connection lost: EOF", err)
+		}
+		var closed bool
+		onLoop(t, p, func() { closed = c.Closed() })
+		if !closed {
+			t.Error("the connection the server closed is still open")
+		}
+	})
 }
 
 // TestConn_LocalAnsweredInTurn: a request tetherd answers itself gets its
 // error, and the connection goes on serving.
 func TestConn_LocalAnsweredInTurn(t *testing.T) {
-	p, _, _ := openEcho(t, &echoDriver{})
-	if _, err := query(p, "local"); err == nil || !strings.Contains(err.Error(), "answered locally") {
-		t.Fatalf("local: %v, want answered locally", err)
-	}
-	if b, err := query(p, "after"); err != nil || string(b) != "after" {
-		t.Fatalf("after a local answer: %q, %v", b, err)
-	}
+	eachTransport(t, func(t *testing.T, withTLS bool) {
+		p, _, _ := openEcho(t, &echoDriver{tls: withTLS})
+		if _, err := query(p, "local"); err == nil || !strings.Contains(err.Error(), "answered locally") {
+			t.Fatalf("local: %v, want answered locally", err)
+		}
+		if b, err := query(p, "after"); err != nil || string(b) != "after" {
+			t.Fatalf("after a local answer: %q, %v", b, err)
+		}
+	})
 }
