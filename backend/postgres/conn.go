@@ -84,11 +84,18 @@ type expect struct {
 	st   *stmt
 	// expExec: bound once BindComplete came (the statement runs from
 	// then on); stale is the error of a Bind refused for a schema change;
-	// retried: the statement was prepared again once already for it.
+	// retries: how many times the statement was prepared again for it.
 	bound   bool
 	stale   *pgconn.PgError
-	retried bool
+	retries uint8
 }
+
+// maxStaleRetries bounds how many times one request's statement is prepared
+// again after a Bind refused for a schema change. One is not enough: a
+// migration's steps can commit one after another faster than a retry goes
+// round under load, and each refused Bind ran nothing, so trying again is
+// safe; the bound ends a loop with DDL that never stops.
+const maxStaleRetries = 3
 
 // Head implements sqlconn.Entry.
 func (e *expect) Head() *sqlconn.Await { return &e.Await }
@@ -118,10 +125,10 @@ func (c *conn) WriteRequest(r *sqlpool.Request) {
 			st = nil
 		}
 		if st == nil {
-			c.prepare(r, false)
+			c.prepare(r, 0)
 			return
 		}
-		c.execute(r, st, false)
+		c.execute(r, st, 0)
 	case sqlpool.KindBegin:
 		c.txChecked = false
 		c.simple(r, "BEGIN", true)
@@ -154,9 +161,9 @@ func (c *conn) WriteRequest(r *sqlpool.Request) {
 }
 
 // prepare writes Parse, Describe and Sync of a new statement for r; its
-// execution follows the answer. retried: r's statement was prepared again
-// after a Bind the server refused (it is not retried a second time).
-func (c *conn) prepare(r *sqlpool.Request, retried bool) {
+// execution follows the answer. retries: how many times r's statement was
+// prepared again after a Bind the server refused (maxStaleRetries at most).
+func (c *conn) prepare(r *sqlpool.Request, retries uint8) {
 	c.nextName++
 	st := &stmt{sql: r.SQL, name: "tether_" + strconv.FormatUint(c.nextName, 10)}
 	st.check, st.checkVar = checkFor(r.SQL, c.drv.pooled)
@@ -164,7 +171,7 @@ func (c *conn) prepare(r *sqlpool.Request, retried bool) {
 	c.Out, _ = (&pgproto3.Parse{Name: st.name, Query: r.SQL}).Encode(c.Out)
 	c.Out, _ = (&pgproto3.Describe{ObjectType: 'S', Name: st.name}).Encode(c.Out)
 	c.Out = appendSync(c.Out)
-	c.Exp = append(c.Exp, expect{kind: expPrepare, Await: sqlconn.Await{R: r}, st: st, retried: retried})
+	c.Exp = append(c.Exp, expect{kind: expPrepare, Await: sqlconn.Await{R: r}, st: st, retries: retries})
 	c.Blocked++
 }
 
@@ -183,9 +190,9 @@ func (c *conn) simple(r *sqlpool.Request, sql string, last bool) {
 }
 
 // execute writes Bind, Execute and Sync for r on the prepared st, and the
-// session check after them when st needs it. retried: st was prepared again
-// for r after a stale Bind.
-func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
+// session check after them when st needs it. retries: how many times st was
+// prepared again for r after a stale Bind.
+func (c *conn) execute(r *sqlpool.Request, st *stmt, retries uint8) {
 	if len(r.Params) != len(st.params) {
 		c.Local(r, tether.Errorf(tether.CodeBadRequest, "expected %d arguments, got %d", len(st.params), len(r.Params)))
 		return
@@ -217,11 +224,11 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	c.Out = appendSync(c.Out)
 	switch st.check {
 	case checkNone:
-		c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r, Last: true}, st: st, retried: retried})
+		c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r, Last: true}, st: st, retries: retries})
 		return
 	case checkUnpooled:
 		r.AddUnpooled("a variable that is not pooled was set")
-		c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r, Last: true}, st: st, retried: retried})
+		c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r, Last: true}, st: st, retries: retries})
 		return
 	}
 	// The server is asked, in the same round trip, what the statement left
@@ -230,7 +237,7 @@ func (c *conn) execute(r *sqlpool.Request, st *stmt, retried bool) {
 	if c.PC.InTx() {
 		c.txChecked = true
 	}
-	c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r}, st: st, retried: retried})
+	c.Exp = append(c.Exp, expect{kind: expExec, Await: sqlconn.Await{R: r}, st: st, retries: retries})
 	if st.check == checkVar {
 		c.Out, _ = (&pgproto3.Query{String: "SELECT current_setting('" + st.checkVar + "')"}).Encode(c.Out)
 		c.Exp = append(c.Exp, expect{kind: expVar, Await: sqlconn.Await{R: r, Last: true}, st: st})
@@ -420,7 +427,7 @@ func (c *conn) ready(e *expect, body []byte) {
 	}
 	switch e.kind {
 	case expPrepare:
-		st, retried := e.st, e.retried
+		st, retries := e.st, e.retries
 		c.Pop()
 		c.Blocked--
 		if r.Err != nil {
@@ -432,7 +439,7 @@ func (c *conn) ready(e *expect, body []byte) {
 			st.resultFormats = []byte{0, 0}
 		}
 		c.stmts.Put(st.sql, st)
-		c.execute(r, st, retried)
+		c.execute(r, st, retries)
 		c.WritePending()
 		return
 	case expExec:
@@ -470,14 +477,14 @@ func (c *conn) ready(e *expect, body []byte) {
 // after it. The statement ran nothing. It is retired on this connection;
 // outside a transaction it is prepared again and run once more, its answer
 // held so that requests are answered in the order sent; in one, or when it
-// was retried already, the request fails.
+// was retried maxStaleRetries times already, the request fails.
 func (c *conn) staleBind(e *expect, status byte) {
-	r, st, pe, last, retried := e.R, e.st, e.stale, e.Last, e.retried
+	r, st, pe, last, retries := e.R, e.st, e.stale, e.Last, e.retries
 	c.Pop()
 	c.stmts.Remove(st.sql, st)
-	if status == 'I' && !retried && !r.State.Abandoned {
+	if status == 'I' && retries < maxStaleRetries && !r.State.Abandoned {
 		c.HoldForRetry(r) // the session check written after it: the retry writes its own
-		c.prepare(r, true)
+		c.prepare(r, retries+1)
 		c.FlushLater()
 		return
 	}
