@@ -375,19 +375,17 @@ class Wpdb extends \wpdb
 
             return $this->rows_affected;
         }
-        $this->tetherColumns = $result->columns;
-        $num_rows = 0;
+        $columns = $this->tetherColumns = $result->columns;
+        // One object per row as mysqli_fetch_object() makes it: by name, a repeated name's last column winning
+        // (array_combine's rule too), a numeric name as a string property. One call per row, not one per column.
+        $objects = [];
         foreach ($result->rows as $values) {
-            $row = new \stdClass();
-            foreach ($result->columns as $i => $name) {
-                $row->$name = $values[$i];
-            }
-            $this->last_result[$num_rows] = $row;
-            $num_rows++;
+            $objects[] = (object) \array_combine($columns, $values);
         }
-        $this->num_rows = $num_rows;
+        $this->last_result = $objects;
+        $this->num_rows = \count($objects);
 
-        return $num_rows;
+        return $this->num_rows;
     }
 
     /**
