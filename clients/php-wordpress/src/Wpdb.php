@@ -280,7 +280,12 @@ class Wpdb extends \wpdb
             $string = $string ? '1' : '';
         }
 
-        return $this->add_placeholder_escape(SqlText::escapeMySql((string) $string, $this->tetherNoBackslashEscapes()));
+        $string = (string) $string;
+        // A value with none of the bytes either mode escapes is the same escaped in both: the mode is not asked
+        // for (on a new socket that would be two round trips before wpdb's own SET SESSION sql_mode records it).
+        $escaped = \strpbrk($string, "\0\n\r\\'\"\x1a") === false ? $string : SqlText::escapeMySql($string, $this->tetherNoBackslashEscapes());
+
+        return $this->add_placeholder_escape($escaped);
     }
 
     /** tetherNoBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES (the client's cache). */
