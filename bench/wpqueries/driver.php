@@ -7,7 +7,7 @@
  * (/proc/PID/stat). Also the page of 20 prepared point reads: PDO persistent against the Tether client.
  *
  *   php bench/wpqueries/driver.php CONFIG_PHP QUERIES_JSON TETHERD_PID [--pages N] [--rounds R] [--only ROW,...]
- *       [--per-query] [--json]
+ *       [--per-query] [--json] [--procs P]
  *   php bench/wpqueries/driver.php --summary BEFORE_JSONL AFTER_JSONL
  *
  * Each round runs, one after the other (order alternating by round): N pages of the 30 queries natively, N pages
@@ -16,6 +16,7 @@
  * The connection is opened once (the per-page connect and its SET NAMES / sql_mode are not in the figures: per query
  * work only). It prints the median over the rounds of: PHP us per query, tetherd us per query, and their sum
  * (--json: one line of JSON; --summary: the medians of two builds' --json lines, as run.sh --before writes them).
+ * --procs P: P processes run each row at once (tetherd under load); the figures are per query over all of them.
  * --per-query: each of the page's queries alone instead, PHP (both ways) and tetherd us per run.
  */
 
@@ -66,9 +67,13 @@ $args = $argv;
 $pages = 200;
 $rounds = 5;
 $only = null;
+$procs = 1;
 foreach ($args as $i => $a) {
     if ($a === '--only') {
         $only = explode(',', $args[$i + 1]);
+    }
+    if ($a === '--procs') {
+        $procs = (int) $args[$i + 1];
     }
     if ($a === '--pages') {
         $pages = (int) $args[$i + 1];
@@ -82,6 +87,75 @@ if ($configFile === null || $queriesFile === null || $tetherdPid === null) {
     exit(2);
 }
 $tetherdPid = (int) $tetherdPid;
+$channel = null; // a worker's socket to the parent, with --procs
+if ($procs > 1) {
+    // --procs N: N worker processes run each row's pages at the same time (a loaded tetherd, as under a web server:
+    // its loop turns serve several clients' events); this parent only starts each row in all of them and reads
+    // tetherd's CPU around it. Each worker reports its own PHP CPU.
+    $workers = [];
+    for ($w = 0; $w < $procs; $w++) {
+        [$parentEnd, $childEnd] = stream_socket_pair(STREAM_PF_UNIX, STREAM_SOCK_STREAM, STREAM_IPPROTO_IP);
+        $pid = pcntl_fork();
+        if ($pid === 0) {
+            fclose($parentEnd);
+            $channel = $childEnd;
+            break;
+        }
+        fclose($childEnd);
+        $workers[$pid] = $parentEnd;
+    }
+    if ($channel === null) {
+        $names = ['wp-native', 'wp-tether', 'point-pdo', 'point-tether'];
+        if ($only !== null) {
+            $names = array_values(array_intersect($names, $only));
+        }
+        $tick = 1e6 / (int) (getenv('CLK_TCK') ?: 100);
+        foreach ($workers as $ch) {
+            if (trim((string) fgets($ch)) !== 'ready') {
+                fwrite(STDERR, "driver: a worker failed to start\n");
+                exit(1);
+            }
+        }
+        $results = [];
+        for ($r = 0; $r < $rounds; $r++) {
+            foreach ($r % 2 === 1 ? array_reverse($names) : $names as $name) {
+                $td0 = cpu_ticks($tetherdPid) * $tick;
+                $t0 = hrtime(true);
+                foreach ($workers as $ch) {
+                    fwrite($ch, "run $name\n");
+                }
+                $n = 0;
+                $php = 0.0;
+                foreach ($workers as $ch) {
+                    [, $wn, $wphp] = explode(' ', trim((string) fgets($ch)));
+                    $n += (int) $wn;
+                    $php += (float) $wphp;
+                }
+                $wall = (hrtime(true) - $t0) / 1e3;
+                $td1 = cpu_ticks($tetherdPid) * $tick;
+                $results[$name][] = ['php' => $php / $n, 'tetherd' => ($td1 - $td0) / $n, 'wall' => $wall / $n];
+            }
+            progress('round ' . ($r + 1) . "/$rounds done ($procs processes)");
+        }
+        foreach ($workers as $ch) {
+            fwrite($ch, "quit\n");
+        }
+        while (pcntl_wait($status) > 0) {
+        }
+        $med = [];
+        foreach ($results as $name => $rs) {
+            foreach (['php', 'tetherd', 'wall'] as $k) {
+                $med[$name][$k] = median(array_column($rs, $k));
+            }
+        }
+        if (in_array('--json', $args, true)) {
+            echo json_encode(['queries' => count(json_decode((string) file_get_contents($queriesFile))), 'rows' => $med]), "\n";
+            exit(0);
+        }
+        report($med, count(json_decode((string) file_get_contents($queriesFile))));
+        exit(0);
+    }
+}
 $cfg = require $configFile;
 $queries = json_decode((string) file_get_contents($queriesFile), true, 512, JSON_THROW_ON_ERROR);
 
@@ -195,6 +269,20 @@ foreach ($rows as $fn) { // warm-up
     for ($p = 0; $p < 20; $p++) {
         $fn();
     }
+}
+if ($channel !== null) {
+    fwrite($channel, "ready\n");
+    while (($line = fgets($channel)) !== false && str_starts_with($line, 'run ')) {
+        $name = trim(substr($line, 4));
+        [$php0] = cpu($tetherdPid);
+        $n = 0;
+        for ($p = 0; $p < $pages; $p++) {
+            $n += $rows[$name]();
+        }
+        [$php1] = cpu($tetherdPid);
+        fwrite($channel, sprintf("done %d %.1f\n", $n, $php1 - $php0));
+    }
+    exit(0);
 }
 $results = [];
 for ($r = 0; $r < $rounds; $r++) {
