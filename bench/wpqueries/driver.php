@@ -11,10 +11,11 @@
  *   php bench/wpqueries/driver.php --summary BEFORE_JSONL AFTER_JSONL
  *
  * Each round runs, one after the other (order alternating by round): N pages of the 30 queries natively, N pages
- * through the drop-in, N pages of 20 point reads with PDO, N pages with the Tether client. Each query goes through
+ * through the drop-in (each on one connection opened once), N pages each with its own connect and close as WordPress
+ * has them per request (page-*: wpdb's constructor and close(), per-query figures still divided by the 30 queries),
+ * N pages of 20 point reads with PDO, N pages with the Tether client one call each, N with the 20 in one batch. Each query goes through
  * $wpdb->get_results() (query() and its result building, as WordPress's own get_results()/get_var()/get_col() do).
- * The connection is opened once (the per-page connect and its SET NAMES / sql_mode are not in the figures: per query
- * work only). It prints the median over the rounds of: PHP us per query, tetherd us per query, and their sum
+ * It prints the median over the rounds of: PHP us per query, tetherd us per query, and their sum
  * (--json: one line of JSON; --summary: the medians of two builds' --json lines, as run.sh --before writes them).
  * --procs P: P processes run each row at once (tetherd under load); the figures are per query over all of them.
  * --per-query: each of the page's queries alone instead, PHP (both ways) and tetherd us per run.
@@ -38,13 +39,21 @@ function report(array $med, int $queries): void
     foreach ($med as $name => $m) {
         printf("%-13s %12.1f %14.1f %12.1f %12.1f\n", $name, $m['php'], $m['tetherd'], $m['php'] + $m['tetherd'], $m['wall']);
     }
-    if (count($med) < 4) {
+    if (!isset($med['wp-tether'], $med['wp-native'], $med['point-tether'], $med['point-pdo'])) {
         return;
     }
     printf("WordPress: drop-in PHP over wpdb+mysqli: %+.1f us/query; tetherd %.1f us/query (%d queries a page)\n",
         $med['wp-tether']['php'] - $med['wp-native']['php'], $med['wp-tether']['tetherd'], $queries);
+    if (isset($med['page-tether'], $med['page-native'])) {
+        printf("WordPress page with its connect: drop-in PHP over wpdb+mysqli: %+.1f us/query; tetherd %.1f us/query\n",
+            $med['page-tether']['php'] - $med['page-native']['php'], $med['page-tether']['tetherd']);
+    }
     printf("20 point reads: (tetherd + PHP) / PDO persistent PHP = %.2fx\n",
         ($med['point-tether']['php'] + $med['point-tether']['tetherd']) / $med['point-pdo']['php']);
+    if (isset($med['point-batch'])) {
+        printf("20 point reads in one batch: (tetherd + PHP) / PDO persistent PHP = %.2fx\n",
+            ($med['point-batch']['php'] + $med['point-batch']['tetherd']) / $med['point-pdo']['php']);
+    }
 }
 
 if (($argv[1] ?? '') === '--summary') {
@@ -105,7 +114,7 @@ if ($procs > 1) {
         $workers[$pid] = $parentEnd;
     }
     if ($channel === null) {
-        $names = ['wp-native', 'wp-tether', 'point-pdo', 'point-tether'];
+        $names = ['wp-native', 'wp-tether', 'page-native', 'page-tether', 'point-pdo', 'point-tether', 'point-batch'];
         if ($only !== null) {
             $names = array_values(array_intersect($names, $only));
         }
@@ -228,6 +237,24 @@ $rows = [
         }
         return count($queries);
     },
+    // A whole page's database work as WordPress does it per request: connect (wpdb's constructor: connect, SET
+    // NAMES, sql_mode), the queries, close (mysqli: a new connection; the drop-in: a new socket to tetherd).
+    'page-native' => function () use ($queries): int {
+        $db = new wpdb(DB_USER, DB_PASSWORD, DB_NAME, DB_HOST);
+        foreach ($queries as $q) {
+            $db->get_results($q);
+        }
+        $db->close();
+        return count($queries);
+    },
+    'page-tether' => function () use ($queries): int {
+        $db = Tether\WordPress\Wpdb::fromWordPressConfig();
+        foreach ($queries as $q) {
+            $db->get_results($q);
+        }
+        $db->close();
+        return count($queries);
+    },
     'point-pdo' => function () use ($pdo): int {
         $st = $pdo->prepare(SQL_POINT);
         $id = random_int(1, 9980);
@@ -241,6 +268,20 @@ $rows = [
         $id = random_int(1, 9980);
         for ($i = 0; $i < 20; $i++) {
             $client->queryOne(SQL_POINT, [$id + $i]);
+        }
+        return 20;
+    },
+    // The same 20 reads in one batch: one request to tetherd for the page (the hop paid once).
+    'point-batch' => function () use ($client): int {
+        $id = random_int(1, 9980);
+        $ops = [];
+        for ($i = 0; $i < 20; $i++) {
+            $ops[] = Tether\Batch\Operation::query(SQL_POINT, [$id + $i]);
+        }
+        foreach ($client->batch($ops) as $result) {
+            if ($result instanceof Throwable) {
+                throw $result;
+            }
         }
         return 20;
     },
