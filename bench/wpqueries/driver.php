@@ -11,11 +11,12 @@
  *   php bench/wpqueries/driver.php --summary BEFORE_JSONL AFTER_JSONL
  *
  * Each round runs, one after the other (order alternating by round): N pages of the 30 queries natively, N pages
- * through the drop-in (each on one connection opened once), N pages each with its own connect and close as WordPress
- * has them per request (page-*: wpdb's constructor and close(), per-query figures still divided by the 30 queries),
- * N pages of 20 point reads with PDO, N pages with the Tether client one call each, N with the 20 in one batch. Each query goes through
+ * through the drop-in (each on one connection opened once), N pages of 20 point reads with PDO, N pages with the Tether client one call each, N with the 20 in one batch. Each query goes through
  * $wpdb->get_results() (query() and its result building, as WordPress's own get_results()/get_var()/get_col() do).
  * It prints the median over the rounds of: PHP us per query, tetherd us per query, and their sum
+ * With --only page-native,page-tether: N pages each with its own connect and close as WordPress has them per request
+ * (wpdb's constructor and close(); per-query figures still divided by the 30 queries), natively and through the
+ * drop-in: run apart from the other rows (run.sh does).
  * (--json: one line of JSON; --summary: the medians of two builds' --json lines, as run.sh --before writes them).
  * --procs P: P processes run each row at once (tetherd under load); the figures are per query over all of them.
  * --per-query: each of the page's queries alone instead, PHP (both ways) and tetherd us per run.
@@ -39,20 +40,18 @@ function report(array $med, int $queries): void
     foreach ($med as $name => $m) {
         printf("%-13s %12.1f %14.1f %12.1f %12.1f\n", $name, $m['php'], $m['tetherd'], $m['php'] + $m['tetherd'], $m['wall']);
     }
-    if (!isset($med['wp-tether'], $med['wp-native'], $med['point-tether'], $med['point-pdo'])) {
-        return;
+    if (isset($med['wp-tether'], $med['wp-native'])) {
+        printf("WordPress: drop-in PHP over wpdb+mysqli: %+.1f us/query; tetherd %.1f us/query (%d queries a page)\n",
+            $med['wp-tether']['php'] - $med['wp-native']['php'], $med['wp-tether']['tetherd'], $queries);
     }
-    printf("WordPress: drop-in PHP over wpdb+mysqli: %+.1f us/query; tetherd %.1f us/query (%d queries a page)\n",
-        $med['wp-tether']['php'] - $med['wp-native']['php'], $med['wp-tether']['tetherd'], $queries);
     if (isset($med['page-tether'], $med['page-native'])) {
         printf("WordPress page with its connect: drop-in PHP over wpdb+mysqli: %+.1f us/query; tetherd %.1f us/query\n",
             $med['page-tether']['php'] - $med['page-native']['php'], $med['page-tether']['tetherd']);
     }
-    printf("20 point reads: (tetherd + PHP) / PDO persistent PHP = %.2fx\n",
-        ($med['point-tether']['php'] + $med['point-tether']['tetherd']) / $med['point-pdo']['php']);
-    if (isset($med['point-batch'])) {
-        printf("20 point reads in one batch: (tetherd + PHP) / PDO persistent PHP = %.2fx\n",
-            ($med['point-batch']['php'] + $med['point-batch']['tetherd']) / $med['point-pdo']['php']);
+    foreach (['point-tether' => '20 point reads', 'point-batch' => '20 point reads in one batch'] as $row => $what) {
+        if (isset($med[$row], $med['point-pdo'])) {
+            printf("%s: (tetherd + PHP) / PDO persistent PHP = %.2fx\n", $what, ($med[$row]['php'] + $med[$row]['tetherd']) / $med['point-pdo']['php']);
+        }
     }
 }
 
@@ -60,13 +59,20 @@ if (($argv[1] ?? '') === '--summary') {
     // --summary BEFORE_JSONL AFTER_JSONL: the medians of each build's rounds (lines written with --json).
     foreach (['before' => $argv[2], 'after' => $argv[3]] as $build => $file) {
         $rounds = array_map(static fn (string $l): array => json_decode($l, true, 512, JSON_THROW_ON_ERROR), file($file, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES));
-        $med = [];
-        foreach (array_keys($rounds[0]['rows']) as $name) {
-            foreach (['php', 'tetherd', 'wall'] as $k) {
-                $med[$name][$k] = median(array_map(static fn (array $r): float => $r['rows'][$name][$k], $rounds));
+        // Each line has some rows (the page-* rows run in a process of their own): the median of each row's lines.
+        $byRow = [];
+        foreach ($rounds as $line) {
+            foreach ($line['rows'] as $name => $m) {
+                $byRow[$name][] = $m;
             }
         }
-        echo "\n$build (median of " . count($rounds) . " rounds):\n";
+        $med = [];
+        foreach ($byRow as $name => $ms) {
+            foreach (['php', 'tetherd', 'wall'] as $k) {
+                $med[$name][$k] = median(array_column($ms, $k));
+            }
+        }
+        echo "\n$build (median of " . count(reset($byRow)) . " rounds):\n";
         report($med, $rounds[0]['queries']);
     }
     exit(0);
@@ -114,10 +120,7 @@ if ($procs > 1) {
         $workers[$pid] = $parentEnd;
     }
     if ($channel === null) {
-        $names = ['wp-native', 'wp-tether', 'page-native', 'page-tether', 'point-pdo', 'point-tether', 'point-batch'];
-        if ($only !== null) {
-            $names = array_values(array_intersect($names, $only));
-        }
+        $names = $only ?? ['wp-native', 'wp-tether', 'point-pdo', 'point-tether', 'point-batch'];
         $tick = 1e6 / (int) (getenv('CLK_TCK') ?: 100);
         foreach ($workers as $ch) {
             if (trim((string) fgets($ch)) !== 'ready') {
@@ -215,14 +218,46 @@ if ((int) $pdo->query('SELECT COUNT(*) FROM bench_kv')->fetchColumn() < 10000) {
 const SQL_POINT = 'SELECT id, name, score, created FROM bench_kv WHERE id = ?';
 $client = new Tether\Client(['socket' => $cfg['tether_socket']]);
 
-/** cpu returns [this process's CPU, tetherd's CPU] in microseconds. */
+/**
+ * cpu returns [this process's CPU, tetherd's CPU] in microseconds; this process's counts its children's too (the
+ * page-* rows' pages), less an empty child's for each (see onePage()).
+ */
 function cpu(int $tetherdPid): array
 {
+    global $childOverhead;
     static $tick = null;
     $tick ??= 1e6 / (int) (getenv('CLK_TCK') ?: 100);
-    $r = getrusage();
-    return [$r['ru_utime.tv_sec'] * 1e6 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1e6 + $r['ru_stime.tv_usec'], cpu_ticks($tetherdPid) * $tick];
+    $us = static fn (array $r): float => $r['ru_utime.tv_sec'] * 1e6 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1e6 + $r['ru_stime.tv_usec'];
+    return [$us(getrusage()) + $us(getrusage(1)) - $childOverhead, cpu_ticks($tetherdPid) * $tick];
 }
+
+$childOverhead = 0.0;
+$children = 0;
+
+/** onePage runs $page in a child process and waits for it; it returns $queries. */
+function onePage(callable $page, int $queries): int
+{
+    global $childOverhead, $children, $emptyChild;
+    $pid = pcntl_fork();
+    if ($pid === 0) {
+        $page();
+        posix_kill(posix_getpid(), SIGKILL); // no shutdown functions, destructors or flushes: the page's work only
+    }
+    pcntl_waitpid($pid, $status);
+    $childOverhead += $emptyChild;
+    return $queries;
+}
+
+// What an empty child costs (fork, exit, its copy-on-write faults), subtracted per page.
+$emptyChild = 0.0;
+$r0 = getrusage(1);
+for ($i = 0; $i < 50; $i++) {
+    onePage(static function (): void {
+    }, 0);
+}
+$r1 = getrusage(1);
+$emptyChild = (($r1['ru_utime.tv_sec'] - $r0['ru_utime.tv_sec']) * 1e6 + $r1['ru_utime.tv_usec'] - $r0['ru_utime.tv_usec']
+    + ($r1['ru_stime.tv_sec'] - $r0['ru_stime.tv_sec']) * 1e6 + $r1['ru_stime.tv_usec'] - $r0['ru_stime.tv_usec']) / 50;
 
 $rows = [
     'wp-native' => function () use ($native, $queries): int {
@@ -238,23 +273,23 @@ $rows = [
         return count($queries);
     },
     // A whole page's database work as WordPress does it per request: connect (wpdb's constructor: connect, SET
-    // NAMES, sql_mode), the queries, close (mysqli: a new connection; the drop-in: a new socket to tetherd).
-    'page-native' => function () use ($queries): int {
+    // NAMES, sql_mode), the queries, close (mysqli: a new connection; the drop-in: a new socket to tetherd). Each
+    // page in a child process of its own, as a request has its own wpdb (instances left behind in one process slow
+    // WordPress down); its CPU is read from getrusage(RUSAGE_CHILDREN), less an empty child's (onePage()).
+    'page-native' => fn (): int => onePage(static function () use ($queries): void {
         $db = new wpdb(DB_USER, DB_PASSWORD, DB_NAME, DB_HOST);
         foreach ($queries as $q) {
             $db->get_results($q);
         }
         $db->close();
-        return count($queries);
-    },
-    'page-tether' => function () use ($queries): int {
+    }, count($queries)),
+    'page-tether' => fn (): int => onePage(static function () use ($queries): void {
         $db = Tether\WordPress\Wpdb::fromWordPressConfig();
         foreach ($queries as $q) {
             $db->get_results($q);
         }
         $db->close();
-        return count($queries);
-    },
+    }, count($queries)),
     'point-pdo' => function () use ($pdo): int {
         $st = $pdo->prepare(SQL_POINT);
         $id = random_int(1, 9980);
@@ -303,9 +338,9 @@ if (in_array('--per-query', $args, true)) {
     }
     exit(0);
 }
-if ($only !== null) {
-    $rows = array_intersect_key($rows, array_flip($only));
-}
+// The page-* rows only when asked for: their connect per page leaves WordPress state behind (wpdb's constructor
+// registers a shutdown function per instance) that slows the other rows of the same process.
+$rows = array_intersect_key($rows, array_flip($only ?? ['wp-native', 'wp-tether', 'point-pdo', 'point-tether', 'point-batch']));
 foreach ($rows as $fn) { // warm-up
     for ($p = 0; $p < 20; $p++) {
         $fn();

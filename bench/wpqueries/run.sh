@@ -119,6 +119,7 @@ if [[ -n "$PER_QUERY" ]]; then
 fi
 if [[ -z "$BEFORE" ]]; then
 	"${PHP[@]}" bench/wpqueries/driver.php "$DIR/after/www/config.php" "$DIR/queries.json" "$PID_after" --pages "$PAGES" --rounds "$ROUNDS"
+	"${PHP[@]}" bench/wpqueries/driver.php "$DIR/after/www/config.php" "$DIR/queries.json" "$PID_after" --pages "$((PAGES / 2))" --rounds "$ROUNDS" --only page-native,page-tether
 	exit 0
 fi
 # Before and after interleaved: one round of each in turn, each a process of its own (the two drop-ins are the same
@@ -128,6 +129,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	for b in before after; do
 		pid_var=PID_$b
 		"${PHP[@]}" bench/wpqueries/driver.php "$DIR/$b/www/config.php" "$DIR/queries.json" "${!pid_var}" --pages "$PAGES" --rounds 1 --json >>"$DIR/$b.jsonl" 2>/dev/null
+		"${PHP[@]}" bench/wpqueries/driver.php "$DIR/$b/www/config.php" "$DIR/queries.json" "${!pid_var}" --pages "$((PAGES / 2))" --rounds 1 --json --only page-native,page-tether >>"$DIR/$b.jsonl" 2>/dev/null
 	done
 	log "round $r/$ROUNDS done"
 done
