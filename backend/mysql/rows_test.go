@@ -2,8 +2,12 @@ package mysql
 
 import (
 	"math"
+	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/tether-php/tether/internal/sqltext"
 )
 
 // TestParseInt checks the text-protocol integer parser against strconv at
@@ -58,6 +62,96 @@ func TestSessionHints(t *testing.T) {
 	}
 }
 
+// sessionHintsTenPasses is sessionHints as it was, one search of the text per
+// word: the one-pass version must find exactly what it found.
+func sessionHintsTenPasses(sql string) hints {
+	var h hints
+	if sqltext.ContainsFold(sql, "GET_LOCK") || sqltext.ContainsFold(sql, "LAST_INSERT_ID") ||
+		wordFold(sql, "CALL") || wordFold(sql, "EXECUTE") || wordFold(sql, "HANDLER") || wordFold(sql, "XA") {
+		h |= hintUnpooled
+	}
+	for i := 0; i < len(sql); i++ {
+		if sql[i] == '@' {
+			if i+1 < len(sql) && sql[i+1] == '@' {
+				i++
+				continue
+			}
+			h |= hintUserVar
+			break
+		}
+	}
+	if sqltext.ContainsFold(sql, "NAMES") || sqltext.ContainsFold(sql, "CHARACTER") || sqltext.ContainsFold(sql, "COLLAT") ||
+		sqltext.ContainsFold(sql, "CHARSET") {
+		h |= hintCollation
+	}
+	return h
+}
+
+// wordFold is containsWordFold as it was.
+func wordFold(sql, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(sql); i++ {
+		if (i > 0 && isWordByte(sql[i-1])) || (i+n < len(sql) && isWordByte(sql[i+n])) {
+			continue
+		}
+		j := 0
+		for ; j < n; j++ {
+			c := sql[i+j]
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSessionHintsOnePass: the one-pass sessionHints finds what ten searches
+// found, on WordPress's statements, on words cut at the end, on mixed case and
+// on random text made of the words' pieces.
+func TestSessionHintsOnePass(t *testing.T) {
+	corpus := []string{
+		"SELECT option_name, option_value FROM wp_options WHERE autoload = 'yes'",
+		"SELECT SQL_CALC_FOUND_ROWS wp_posts.ID FROM wp_posts WHERE 1=1 ORDER BY wp_posts.post_date DESC LIMIT 0, 10",
+		"SELECT LAST_INSERT_ID(", "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "select @@a, @b", "@", "@@", "@@@",
+		"xA", "exa", "_XA_", "x", "CALL", "CALLS", "recall", "call(", "Execute", "EXECUTED", "handler;", "get_loc",
+		"get_LOCK", "charse", "Collation", "character_set_client", "namess", "NAME", "é xa é", "\x80XA", "XA\x80",
+	}
+	for _, sql := range corpus {
+		if got, want := sessionHints(sql), sessionHintsTenPasses(sql); got != want {
+			t.Errorf("sessionHints(%q) = %b, ten passes found %b", sql, got, want)
+		}
+	}
+	pieces := []string{"GET_", "LOCK", "LAST_", "INSERT_ID", "call", "CALL", "Execute", "HANDLER", "xa", "XA", "names",
+		"CHAR", "ACTER", "SET", "collat", "@", "@@", " ", "_", "a", "1", "(", "\x80", "é", ";", "'"}
+	rng := rand.New(rand.NewSource(20))
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := rng.Intn(8); k >= 0; k-- {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		sql := b.String()
+		if got, want := sessionHints(sql), sessionHintsTenPasses(sql); got != want {
+			t.Fatalf("sessionHints(%q) = %b, ten passes found %b", sql, got, want)
+		}
+	}
+}
+
+// BenchmarkSessionHints: the front page's longest statement.
+func BenchmarkSessionHints(b *testing.B) {
+	sql := "SELECT DISTINCT t.term_id, tr.object_id FROM wp_terms AS t INNER JOIN wp_term_taxonomy AS tt ON t.term_id = tt.term_id " +
+		"INNER JOIN wp_term_relationships AS tr ON tr.term_taxonomy_id = tt.term_taxonomy_id WHERE tt.taxonomy IN ('category', " +
+		"'post_tag', 'post_format') AND tr.object_id IN (35, 36, 37, 38, 39, 40, 41, 42, 43, 44) ORDER BY t.name ASC"
+	for i := 0; i < b.N; i++ {
+		sessionHints(sql)
+	}
+}
+
 // TestQueryKind: binlog query events and what they do to the transaction.
 func TestQueryKind(t *testing.T) {
 	for q, want := range map[string]int{
@@ -70,5 +164,14 @@ func TestQueryKind(t *testing.T) {
 		if got := queryKind(q); got != want {
 			t.Errorf("queryKind(%q) = %d, want %d", q, got, want)
 		}
+	}
+}
+
+func BenchmarkSessionHintsTenPasses(b *testing.B) {
+	sql := "SELECT DISTINCT t.term_id, tr.object_id FROM wp_terms AS t INNER JOIN wp_term_taxonomy AS tt ON t.term_id = tt.term_id " +
+		"INNER JOIN wp_term_relationships AS tr ON tr.term_taxonomy_id = tt.term_taxonomy_id WHERE tt.taxonomy IN ('category', " +
+		"'post_tag', 'post_format') AND tr.object_id IN (35, 36, 37, 38, 39, 40, 41, 42, 43, 44) ORDER BY t.name ASC"
+	for i := 0; i < b.N; i++ {
+		sessionHintsTenPasses(sql)
 	}
 }

@@ -280,7 +280,12 @@ class Wpdb extends \wpdb
             $string = $string ? '1' : '';
         }
 
-        return $this->add_placeholder_escape(SqlText::escapeMySql((string) $string, $this->tetherNoBackslashEscapes()));
+        $string = (string) $string;
+        // A value with none of the bytes either mode escapes is the same escaped in both: the mode is not asked
+        // for (on a new socket that would be two round trips before wpdb's own SET SESSION sql_mode records it).
+        $escaped = \strpbrk($string, "\0\n\r\\'\"\x1a") === false ? $string : SqlText::escapeMySql($string, $this->tetherNoBackslashEscapes());
+
+        return $this->add_placeholder_escape($escaped);
     }
 
     /** tetherNoBackslashEscapes tells whether the session's sql_mode has NO_BACKSLASH_ESCAPES (the client's cache). */
@@ -375,19 +380,17 @@ class Wpdb extends \wpdb
 
             return $this->rows_affected;
         }
-        $this->tetherColumns = $result->columns;
-        $num_rows = 0;
+        $columns = $this->tetherColumns = $result->columns;
+        // One object per row as mysqli_fetch_object() makes it: by name, a repeated name's last column winning
+        // (array_combine's rule too), a numeric name as a string property. One call per row, not one per column.
+        $objects = [];
         foreach ($result->rows as $values) {
-            $row = new \stdClass();
-            foreach ($result->columns as $i => $name) {
-                $row->$name = $values[$i];
-            }
-            $this->last_result[$num_rows] = $row;
-            $num_rows++;
+            $objects[] = (object) \array_combine($columns, $values);
         }
-        $this->num_rows = $num_rows;
+        $this->last_result = $objects;
+        $this->num_rows = \count($objects);
 
-        return $num_rows;
+        return $this->num_rows;
     }
 
     /**

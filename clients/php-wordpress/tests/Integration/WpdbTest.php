@@ -160,6 +160,19 @@ final class WpdbTest extends TestCase
      * NO_BACKSLASH_ESCAPES set mid-request by SET SESSION sql_mode: prepare() (through _real_escape()) escapes as
      * mysqli does in that mode, every value is stored and read back exactly, and `x\' OR 1=1 -- ` matches one row.
      */
+    /**
+     * Connecting costs three round trips (VERSION()/sql_mode/DATABASE(), SET NAMES, SET SESSION sql_mode), not five:
+     * escaping a value that holds nothing either mode escapes does not read the mode, and wpdb's own SET SESSION
+     * sql_mode records it, so a value that needs escaping afterwards costs none either.
+     */
+    public function testConnectTakesThreeRoundTripsAndEscapingNoMore(): void
+    {
+        $o = self::probe('connect_requests');
+        self::assertSame(3, $o['connect'], 'requests sent by db_connect()');
+        self::assertSame("it\\'s", $o['escaped']);
+        self::assertSame(3, $o['after_escape'], 'requests sent after escaping a quote');
+    }
+
     public function testEscapingFollowsSqlModeSetBySetSession(): void
     {
         $o = self::escapeModeProbe('how=session');

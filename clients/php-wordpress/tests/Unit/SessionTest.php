@@ -28,9 +28,8 @@ final class SessionTest extends TestCase
      */
     public function testAutocommitFormsAndChainMapOntoTetherTransactions(): void
     {
-        $ok = ['reply', ['affected' => 0, 'insert_id' => 0]];
+        // No backslash in any of them: they read the same in every sql_mode, which is not read for them.
         $this->server = FakeServer::start([[
-            ['recv'], $ok, ['recv'], ['reply', ['columns' => ['sql_mode'], 'rows' => [['STRICT_TRANS_TABLES']]]],
             ['recv'], ['reply', ['tx' => 5]],
             ['recv'], ['reply', []],
             ['recv'], ['reply', ['tx' => 6]],
@@ -55,7 +54,7 @@ final class SessionTest extends TestCase
         $session->run('COMMIT', true);
 
         self::assertSame(
-            ['exec', 'query', 'begin', 'commit', 'begin', 'commit', 'begin', 'rollback', 'begin', 'commit'],
+            ['begin', 'commit', 'begin', 'commit', 'begin', 'rollback', 'begin', 'commit'],
             \array_column(\array_column($this->server->requests(), 'map'), 'op'),
         );
     }
@@ -63,10 +62,7 @@ final class SessionTest extends TestCase
     /** What a Tether transaction cannot do is refused, named, with nothing sent. */
     public function testTransactionCharacteristicsAreRefused(): void
     {
-        $ok = ['reply', ['affected' => 0, 'insert_id' => 0]];
-        $this->server = FakeServer::start([[
-            ['recv'], $ok, ['recv'], ['reply', ['columns' => ['sql_mode'], 'rows' => [['']]]],
-        ]]);
+        $this->server = FakeServer::start([[]]);
         $session = new Session(new Client(['socket' => $this->server->address(), 'timeout' => 2.0]), 0.0);
         foreach (['START TRANSACTION READ ONLY', 'START TRANSACTION WITH CONSISTENT SNAPSHOT', 'COMMIT RELEASE'] as $sql) {
             try {
@@ -76,6 +72,37 @@ final class SessionTest extends TestCase
                 self::assertStringContainsString('not supported', $e->getMessage());
             }
         }
-        self::assertSame(['exec', 'query'], \array_column(\array_column($this->server->requests(), 'map'), 'op'));
+        self::assertSame([], \array_column(\array_column($this->server->requests(), 'map'), 'op'));
+    }
+
+    /**
+     * A plain statement (SELECT, INSERT, UPDATE, DELETE, REPLACE, SHOW; no @, ;, FOUND_ROWS, LAST_INSERT_ID or _LOCK
+     * in its text) goes out as it is, one request, whatever its literals hold; its values come as mysqli's text
+     * protocol gives them, and it still counts for FOUND_ROWS(). sql_mode is read (pinned, then read: two requests)
+     * only to parse a statement that is not plain and has a backslash, whose literals the mode decides.
+     */
+    public function testPlainStatementsGoOutAsTheyAreAndBackslashesReadTheMode(): void
+    {
+        $plain = "\n\t ( SELECT id, score, missing, name, flag FROM t WHERE name IN ('a', 'it\\'s') )";
+        $set = "SET time_zone = 'it\\'s'";
+        $this->server = FakeServer::start([[
+            ['recv'], ['reply', ['columns' => ['id', 'score', 'missing', 'name', 'flag'], 'rows' => [[1, 1.5, null, 'a', true], [2, 0.1, null, 'b\\c', false]]]],
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+            ['recv'], ['reply', ['columns' => ['sql_mode'], 'rows' => [['STRICT_TRANS_TABLES']]]],
+            ['recv'], ['reply', ['affected' => 0, 'insert_id' => 0]],
+        ]]);
+        $session = new Session(new Client(['socket' => $this->server->address(), 'timeout' => 2.0]), 0.0);
+
+        $result = $session->run($plain, false);
+        self::assertSame(['id', 'score', 'missing', 'name', 'flag'], $result->columns);
+        self::assertSame([['1', '1.5', null, 'a', '1'], ['2', '0.1', null, 'b\\c', '0']], $result->rows);
+        self::assertSame([['2']], $session->run('SELECT FOUND_ROWS()', false)->rows, 'FOUND_ROWS() after a plain SELECT is its row count');
+        $session->run($set, true);
+
+        $maps = \array_column($this->server->requests(), 'map');
+        self::assertSame(['query', 'exec', 'query', 'exec'], \array_column($maps, 'op'));
+        self::assertSame($plain, $maps[0]['sql']);
+        self::assertSame('SET SESSION sql_mode = @@SESSION.sql_mode', $maps[1]['sql']);
+        self::assertSame($set, $maps[3]['sql']);
     }
 }
