@@ -330,7 +330,12 @@ EOF
 	taskset -c "$WEB_CPU" bin/tetherd -config "$TH/tetherd/tetherd.toml" </dev/null >"$TH/tetherd/tetherd-$delay.log" 2>&1 &
 	TETHERD_PID=$!
 	echo "$TETHERD_PID" >"$TH/tetherd/tetherd.pid"
-	await tetherd "$TETHERD_PID" "$TH/tetherd/tetherd-$delay.log" 30 test -S "$TETHER_SOCKET"
+	if ! (await tetherd "$TETHERD_PID" "$TH/tetherd/tetherd-$delay.log" 30 test -S "$TETHER_SOCKET"); then
+		if [[ "$TETHER_TLS" == 1 ]] && grep -qi 'tls\|ssl' "$TH/tetherd/tetherd-$delay.log"; then
+			die "tetherd refused its TLS DSNs (above): this tetherd cannot reach a database over TLS yet; BENCH_TWOHOST_TETHER_TLS=0 runs the harness with tetherd's backends without TLS (labelled so)"
+		fi
+		die "tetherd did not start (above)"
+	fi
 
 	write_config "$RELAY_MY_PORT" "$RELAY_PG_PORT" "$PGBOUNCER_PORT"
 
