@@ -293,7 +293,8 @@ function phase(array $argv): int
         // Warm-up: every worker serves the page (persistent links, OPcache, the cache's hot rows). --quick skips it
         // and runs few requests: it proves the pages and the path, not the numbers.
         $warm = $quick ? ['rps' => 0.0] : run_ab($page, max(8 * $workers, 200), $workers, $sample);
-        $n = static fn (float $rps, int $c): int => $quick ? 2 * $c : max(10 * $c, 200, (int) ($rps * $seconds));
+        // At least 60 requests: ab's -e percentiles index past its results below 51 (p99 of 20 requests is garbage).
+        $n = static fn (float $rps, int $c): int => $quick ? max(2 * $c, 60) : max(10 * $c, 200, (int) ($rps * $seconds));
         $c0 = cpu();
         $sat = run_ab($page, $n($warm['rps'], $workers), $workers, $sample);
         $c1 = cpu();
