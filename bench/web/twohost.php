@@ -349,7 +349,9 @@ function report(array $files): int
     $o[] = '';
     $o[] = 'Columns: **sat req/s**: ab -c = php-fpm\'s workers (' . $phases[0]['workers'] . '), with the share of one CPU the web host\'s'
         . ' processes used meanwhile (100% = saturated; less means the row waits on something else: round trips, a pool,'
-        . ' the database host, or other work on the machine) and the database host\'s (databases and relays);'
+        . ' the database host, or other work on the machine) and the database host\'s (databases and relays); a req/s marked'
+        . ' "(db host)" was bound by the database host (>= 90% busy), "(neither CPU)" by round trips, a pool or other work'
+        . ' on the machine, unmarked by the web host (>= 90% busy);'
         . ' **p50 / p99**: ab -c 10; **CPU/page**: utime+stime per page at -c 10 from /proc/PID/stat of the web host\'s'
         . ' processes (nginx, php-fpm, tetherd, pgbouncer; tetherd\'s share apart) and of the database host\'s (mariadbd,'
         . ' postgres), per process rather than per CPU because other work may share the machine; the relays\' CPU apart;'
@@ -376,7 +378,8 @@ function report(array $files): int
                 $o[] = '| **' . $spec['groups'][$group] . '** | | | | | | | | | | |';
             }
             $label = $row['label'] . ((!$ph['tether_tls'] && $row['role'] === 'tether') ? ' (no TLS)' : '');
-            $o[] = sprintf('| %s | %s | %s%% | %s%% | %s | %s | %s | %s | %s | %s | %d |', $label, fmt($r['sat']['rps']), fmt(100 * $r['web_busy'], 0),
+            $bound = $r['web_busy'] >= 0.9 ? '' : (($r['db_busy'] ?? 0) >= 0.9 ? ' (db host)' : ' (neither CPU)');
+            $o[] = sprintf('| %s | %s%s | %s%% | %s%% | %s | %s | %s | %s | %s | %s | %d |', $label, fmt($r['sat']['rps']), $bound, fmt(100 * $r['web_busy'], 0),
                 fmt(100 * ($r['db_busy'] ?? 0), 0),
                 fmt($r['mod']['p50_ms'], 2), fmt($r['mod']['p99_ms'], 2), fmt($r['cpu_us']['web'], 0),
                 $row['role'] === 'tether' ? fmt($r['cpu_us']['tetherd'], 0) : '-', fmt($r['cpu_us']['db'], 0), fmt($r['cpu_us']['relay'], 0), $r['peak_conns']);
