@@ -27,7 +27,8 @@
 # other row's user still REQUIRE SSL / its client sslmode=verify-full, and the output says so on every Tether row);
 # BENCH_TWOHOST_POOL (tetherd's default max_conns, 8; also pgbouncer's pool size); BENCH_TWOHOST_FPM_CHILDREN (32:
 # enough for 20 round trips a page to saturate the web host's CPU); BENCH_TWOHOST_DB_CPU (0), BENCH_TWOHOST_WEB_CPU
-# (1); first ports tried: BENCH_TWOHOST_NGINX_PORT (18280), BENCH_TWOHOST_MARIADB_PORT (23306),
+# (1), BENCH_TWOHOST_RELAY_CPU (the database host's; on a machine with a third CPU the relays' cost, 70-120 us of
+# CPU a chunk, can be kept off the database host); first ports tried: BENCH_TWOHOST_NGINX_PORT (18280), BENCH_TWOHOST_MARIADB_PORT (23306),
 # BENCH_TWOHOST_PG_PORT (23432), BENCH_TWOHOST_RELAY_PORT (23506, MariaDB's; PostgreSQL's the next free one),
 # BENCH_TWOHOST_PGBOUNCER_PORT (23532).
 set -euo pipefail
@@ -66,6 +67,7 @@ BENCH_DATE=$(date -u)
 LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
 DB_CPU=${BENCH_TWOHOST_DB_CPU:-0}
 WEB_CPU=${BENCH_TWOHOST_WEB_CPU:-1}
+RELAY_CPU=${BENCH_TWOHOST_RELAY_CPU:-$DB_CPU}
 TETHER_TLS=${BENCH_TWOHOST_TETHER_TLS:-1}
 POOL=${BENCH_TWOHOST_POOL:-8}
 FPM_CHILDREN=${BENCH_TWOHOST_FPM_CHILDREN:-32}
@@ -259,12 +261,12 @@ php bench/apps/setup-laravel.php "$WWW/config.php" || die "Laravel setup failed"
 # ---------------------------------------------------------------------------------------------------------------
 # One phase per delay: relays (database host), pgbouncer, tetherd, php-fpm and nginx (web host), the driver
 
-# start_relay NAME TARGET_PORT DELAY: a relay on CPU $DB_CPU; sets RELAY_PORT and RELAY_PID.
+# start_relay NAME TARGET_PORT DELAY FIRST_PORT: a relay on CPU $RELAY_CPU; sets RELAY_PORT and RELAY_PID.
 start_relay() {
 	local name=$1 target=$2 delay=$3 logf=$TH/relay/$1-$3.log
 	RELAY_PORT=$(free_port "$4")
-	log "relay ($name): 127.0.0.1:$RELAY_PORT -> 127.0.0.1:$target, $delay each way, on CPU $DB_CPU"
-	taskset -c "$DB_CPU" bin/relay -listen "127.0.0.1:$RELAY_PORT" -target "127.0.0.1:$target" -delay "$delay" -measure \
+	log "relay ($name): 127.0.0.1:$RELAY_PORT -> 127.0.0.1:$target, $delay each way, on CPU $RELAY_CPU"
+	taskset -c "$RELAY_CPU" bin/relay -listen "127.0.0.1:$RELAY_PORT" -target "127.0.0.1:$target" -delay "$delay" -measure \
 		</dev/null >"$logf" 2>&1 &
 	RELAY_PID=$!
 	echo "$RELAY_PID" >"$TH/relay/$name.pid"
@@ -394,7 +396,7 @@ BENCH_TWOHOST_LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
 BENCH_TWOHOST_MARIADB_VERSION=$(mariadb_version)
 BENCH_TWOHOST_PG_VERSION=$(postgres_version)
 export BENCH_TWOHOST_LOAD_AFTER BENCH_TWOHOST_MARIADB_VERSION BENCH_TWOHOST_PG_VERSION
-export BENCH_TWOHOST_SETUP="database host: CPU $DB_CPU (mariadbd, postgres, the two relays, and ab with the driver); web host: CPU $WEB_CPU (nginx, php-fpm pm = static $FPM_CHILDREN workers, tetherd, pgbouncer); pinned with taskset"
+export BENCH_TWOHOST_SETUP="database host: CPU $DB_CPU (mariadbd, postgres, and ab with the driver); relays: CPU $RELAY_CPU; web host: CPU $WEB_CPU (nginx, php-fpm pm = static $FPM_CHILDREN workers, tetherd, pgbouncer); pinned with taskset"
 export BENCH_TWOHOST_POOL=$POOL BENCH_TWOHOST_TETHER_TLS=$TETHER_TLS BENCH_TWOHOST_RESULTS=$TH/results
 stop_all
 php bench/web/twohost.php report "${phase_files[@]}" >"$TH/results/section.md"
