@@ -88,9 +88,14 @@ final class Servers
                 $out[$u] = (int) $n;
             }
         } else {
-            $r = pg_query($this->pg, "SELECT usename, count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' GROUP BY usename");
-            foreach (pg_fetch_all($r, PGSQL_NUM) ?: [] as [$u, $n]) {
+            // Connections without TLS are counted under "USER (no TLS)": the driver fails a row that has any.
+            $r = pg_query($this->pg, "SELECT usename, count(*), count(*) FILTER (WHERE NOT s.ssl) FROM pg_stat_activity a
+                JOIN pg_stat_ssl s USING (pid) WHERE a.backend_type = 'client backend' GROUP BY usename");
+            foreach (pg_fetch_all($r, PGSQL_NUM) ?: [] as [$u, $n, $plain]) {
                 $out[(string) $u] = (int) $n;
+                if ((int) $plain > 0) {
+                    $out["$u (no TLS)"] = (int) $plain;
+                }
             }
         }
         return $out;
@@ -282,14 +287,22 @@ function phase(array $argv): int
 
     $results = [];
     foreach ($rows as $row) {
-        check_page($s, $url, $row);
-        check_page($s, $url, $row); // the second one in another worker, or the same with its persistent link
         $page = "$url/{$row['page']}";
         $user = $s->cfg['users'][$row['user']];
         $peak = 0;
-        $sample = static function () use ($s, $row, $user, &$peak): void {
-            $peak = max($peak, $s->conns($row['db'])[$user] ?? 0);
+        // On PostgreSQL the server also says whether each connection uses TLS (pg_stat_ssl); on MariaDB every row's
+        // user is REQUIRE SSL, so a connection without TLS never gets in.
+        $plainOk = $row['role'] === 'tether' && env('TETHER_TLS') !== '1';
+        $sample = static function () use ($s, $row, $user, $plainOk, &$peak): void {
+            $c = $s->conns($row['db']);
+            $peak = max($peak, $c[$user] ?? 0);
+            if (!$plainOk && isset($c["$user (no TLS)"])) {
+                fail("{$row['key']}: {$c["$user (no TLS)"]} of $user's connections to PostgreSQL do not use TLS");
+            }
         };
+        check_page($s, $url, $row);
+        check_page($s, $url, $row); // the second one in another worker, or the same with its persistent link
+        $sample();
         // Warm-up: every worker serves the page (persistent links, OPcache, the cache's hot rows). --quick skips it
         // and runs few requests: it proves the pages and the path, not the numbers.
         $warm = $quick ? ['rps' => 0.0] : run_ab($page, max(8 * $workers, 200), $workers, $sample);
