@@ -364,7 +364,7 @@ EOF
 	# The driver and ab run on the database host's CPU: the web host's CPU is then the web host's alone, and the
 	# per-process CPU figures leave ab out either way.
 	TWOHOST_CONFIG=$WWW/config.php TETHERD_PID=$TETHERD_PID PGBOUNCER_PID=$PGBOUNCER_PID MARIADB_PID=$MARIADB_PID \
-		PG_PID=$PG_PID RELAY_PIDS="$RELAY_MY_PID $RELAY_PG_PID" WEB_PIDS="$NGINX_PID $FPM_PID" WEB_CPU=$WEB_CPU DB_CPU=$DB_CPU \
+		PG_PID=$PG_PID RELAY_PIDS="$RELAY_MY_PID $RELAY_PG_PID" WEB_PIDS="$NGINX_PID $FPM_PID" WEB_CPU=$WEB_CPU \
 		TETHER_TLS=$TETHER_TLS WORKERS=$FPM_CHILDREN \
 		bench_run_bg taskset -c "$DB_CPU" php -d memory_limit=1G bench/web/twohost.php phase --delay "$delay" \
 		--url "http://127.0.0.1:$NGINX_PORT" --out "$TH/results/$delay.json" "${QUICK_ARGS[@]}" "${BENCH_ARGS[@]}" || rc=$?
