@@ -372,6 +372,16 @@ for server in 'apache2 prefork + mod_php' 'nginx + php-fpm'; do
 		die "bench/web/run.sh --quick printed no results for $server (see $TEST_DIR/web-bench-quick.md)"
 done
 
+# The two-host model (issue 20): databases on CPU 0 behind a 0.5 ms relay, TLS required, web host on CPU 1; every
+# page's body checked, any failed request fails; timings are not asserted.
+step "two-host bench (quick)"
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN -u MARIADB_TLS_CA \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN -u PG_TLS_CA \
+	bash bench/web/twohost.sh --quick >"$TEST_DIR/twohost-bench-quick.md" 2>"$TEST_DIR/twohost-bench-quick.log" ||
+	{ tail_file "$TEST_DIR/twohost-bench-quick.log"; die "bench/web/twohost.sh --quick failed"; }
+grep -qF '| one read: Tether req/s over mysqli connect per request |' "$TEST_DIR/twohost-bench-quick.md" ||
+	die "bench/web/twohost.sh --quick printed no targets (see $TEST_DIR/twohost-bench-quick.md)"
+
 # --- 13 --------------------------------------------------------------------------------------------------------
 # The application pages (WordPress, Laravel), native and through Tether: its own throwaway MariaDB, tetherd and web
 # servers; each page's body is checked and any failed request fails; timings are not asserted.

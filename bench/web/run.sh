@@ -5,6 +5,7 @@
 # the page, in long-lived and in freshly started PHP workers.
 #
 #   bash bench/web/run.sh [--quick] [--write] [--servers apache,nginx] [-- bench.php options]
+#   bash bench/web/run.sh --two-host [twohost.sh options]   the two-host model instead (bench/web/twohost.sh)
 #
 # It installs the Debian 12 packages it needs when any is missing, builds bin/tetherd and bin/goservice, starts
 # throwaway instances under var/bench/web (git-ignored) on loopback: MariaDB and PostgreSQL (scripts/lib/databases.sh)
@@ -47,6 +48,11 @@ source "$ROOT/scripts/lib/cassandra.sh"
 # shellcheck source=bench/lib/bench.sh
 source "$ROOT/bench/lib/bench.sh"
 
+# --two-host: the two-host model (issue 20), a command of its own; see bench/web/twohost.sh.
+if [[ "${1:-}" == --two-host ]]; then
+	shift
+	exec bash "$ROOT/bench/web/twohost.sh" "$@"
+fi
 bench_parse_args "$ROOT/bench/web/run.sh" --web -- "$@"
 bench_rerun_as_root bench/web/run.sh "web bench"
 

@@ -166,26 +166,42 @@ function tether(): Tether\Client
     return new Tether\Client(['socket' => cfg()['tether_socket']]);
 }
 
-/** mysqli_open connects to the bench MariaDB over its Unix socket as $user (password = user name). */
+/**
+ * mysqli_open connects to the bench MariaDB as $user (password = user name): over its Unix socket, or, when the run
+ * says where (config.php 'mysql_host', the two-host setting, bench/web/twohost.sh), over TCP with TLS, the server's
+ * certificate checked against its CA ('mysql_tls_ca').
+ */
 function mysqli_open(string $user, bool $persistent): mysqli
 {
     $c = cfg();
-    return new mysqli(($persistent ? 'p:' : '') . 'localhost', $user, $user, $c['db_name'], 0, $c['mysql_socket']);
+    if (!isset($c['mysql_host'])) {
+        return new mysqli(($persistent ? 'p:' : '') . 'localhost', $user, $user, $c['db_name'], 0, $c['mysql_socket']);
+    }
+    $db = mysqli_init();
+    $db->ssl_set(null, null, $c['mysql_tls_ca'], null, null);
+    $db->options(MYSQLI_OPT_SSL_VERIFY_SERVER_CERT, true);
+    $db->real_connect(($persistent ? 'p:' : '') . $c['mysql_host'], $user, $user, $c['db_name'], $c['mysql_port'], null, MYSQLI_CLIENT_SSL);
+    return $db;
 }
 
-/** pdo_open connects with PDO persistent, as $user (password = user name), with PDO's defaults otherwise. */
+/** pdo_open connects with PDO persistent, as $user (password = user name), with PDO's defaults otherwise (TCP and TLS as mysqli_open). */
 function pdo_open(string $user): PDO
 {
     $c = cfg();
-    return new PDO("mysql:unix_socket={$c['mysql_socket']};dbname={$c['db_name']}", $user, $user, [
-        PDO::ATTR_PERSISTENT => true,
-        PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
-    ]);
+    $opts = [PDO::ATTR_PERSISTENT => true, PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION];
+    if (!isset($c['mysql_host'])) {
+        return new PDO("mysql:unix_socket={$c['mysql_socket']};dbname={$c['db_name']}", $user, $user, $opts);
+    }
+    $opts[PDO::MYSQL_ATTR_SSL_CA] = $c['mysql_tls_ca'];
+    $opts[PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT] = true;
+    return new PDO("mysql:host={$c['mysql_host']};port={$c['mysql_port']};dbname={$c['db_name']}", $user, $user, $opts);
 }
 
 /**
  * pg_open connects with pg_connect or pg_pconnect, as $user (password = user name), to PostgreSQL itself
- * ($via = 'pg') or to pgbouncer ($via = 'pgbouncer'), both over their Unix sockets.
+ * ($via = 'pg') or to pgbouncer ($via = 'pgbouncer'), both over their Unix sockets; in the two-host setting
+ * (config.php 'pg_host') PostgreSQL over TCP with TLS (sslmode=verify-full), pgbouncer still over its socket (it
+ * runs on the web host).
  *
  * @return PgSql\Connection
  */
@@ -193,6 +209,11 @@ function pg_open(string $via, string $user, bool $persistent)
 {
     $c = cfg();
     $dsn = sprintf('host=%s port=%d dbname=%s user=%s password=%s', $c["{$via}_socket_dir"], $c["{$via}_port"], $c['db_name'], $user, $user);
+    if ($via === 'pg' && isset($c['pg_host'])) {
+        // The two-host setting: over TCP, TLS required and the server's certificate checked (host name included).
+        $dsn = sprintf('host=%s port=%d dbname=%s user=%s password=%s sslmode=verify-full sslrootcert=%s',
+            $c['pg_host'], $c['pg_port'], $c['db_name'], $user, $user, $c['pg_tls_ca']);
+    }
     $link = $persistent ? pg_pconnect($dsn) : pg_connect($dsn);
     if ($link === false) {
         throw new RuntimeException("pg connect via $via as $user failed");

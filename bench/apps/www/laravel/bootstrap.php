@@ -42,15 +42,21 @@ function bench_config(): array
 
 /**
  * laravel_mysql_connection returns the connection config of config/database.php's `mysql` entry, as a new Laravel
- * 8 application has it (charset utf8mb4, utf8mb4_unicode_ci, strict mode), for $user over the Unix socket, with the
- * extra PDO $options.
+ * 8 application has it (charset utf8mb4, utf8mb4_unicode_ci, strict mode), for $user over the Unix socket (in the
+ * two-host setting over TCP with TLS, config.php 'mysql_host'), with the extra PDO $options.
  */
 function laravel_mysql_connection(string $user, array $options = []): array
 {
     $cfg = bench_config();
-    return [
+    // The two-host setting (bench/web/twohost.sh): MariaDB over TCP through the relay, TLS with the server's CA.
+    $where = isset($cfg['mysql_host'])
+        ? ['host' => $cfg['mysql_host'], 'port' => $cfg['mysql_port']]
+        : ['unix_socket' => $cfg['mysql_socket']];
+    if (isset($cfg['mysql_host'])) {
+        $options += [PDO::MYSQL_ATTR_SSL_CA => $cfg['mysql_tls_ca'], PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => true];
+    }
+    return $where + [
         'driver' => 'mysql',
-        'unix_socket' => $cfg['mysql_socket'],
         'database' => $cfg['db_name'],
         'username' => $user,
         'password' => $user,

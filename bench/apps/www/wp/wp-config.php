@@ -20,7 +20,14 @@ if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether', '
 define('DB_NAME', $bench['db_name']);
 define('DB_USER', $bench['users']['wp_native']);
 define('DB_PASSWORD', $bench['users']['wp_native']);
-define('DB_HOST', 'localhost:' . $bench['mysql_socket']);
+if (isset($bench['mysql_host'])) {
+    // The two-host setting (bench/web/twohost.sh): TCP through the relay, with TLS. wpdb has no setting for a CA
+    // (it calls mysqli_real_connect with MYSQL_CLIENT_FLAGS only): the server's certificate is not checked.
+    define('DB_HOST', $bench['mysql_host'] . ':' . $bench['mysql_port']);
+    define('MYSQL_CLIENT_FLAGS', MYSQLI_CLIENT_SSL | MYSQLI_CLIENT_SSL_DONT_VERIFY_SERVER_CERT);
+} else {
+    define('DB_HOST', 'localhost:' . $bench['mysql_socket']);
+}
 define('DB_CHARSET', 'utf8mb4');
 define('DB_COLLATE', '');
 $table_prefix = 'wp_';
