@@ -96,7 +96,7 @@ func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb sqlpo
 	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, read: read, start: time.Now(), req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
 		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS, Versions: r.Versions}}
 	if r.Versions {
-		cr.local = s.localVersions(r, &read, ss.sqlClient(t.live).Profile.Key())
+		cr.local = s.localVersions(r, &cr.read, ss.sqlClient(t.live).Profile.Key())
 	}
 	return s.beginCachedRead(cr)
 }
@@ -181,13 +181,6 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 	case resultcache.Hit:
 		took := s.observed(cr.ss, wire.OpQuery, cr.t.name, cr.req.SQL, nil, cr.start)
 		id, columnar := cr.req.ID, cr.req.Columnar
-		if cr.local != nil {
-			v := cr.local.hitVersions()
-			s.replyNow(cr.ss, func(b []byte) []byte {
-				return wire.AppendCachedResultVersions(b, wire.Head{ID: id, Took: took}, columnar, value, v)
-			})
-			break
-		}
 		s.replyNow(cr.ss, func(b []byte) []byte {
 			return wire.AppendCachedResult(b, wire.Head{ID: id, Took: took}, columnar, value)
 		})
@@ -239,7 +232,7 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		if read, ok := s.cacheRead(cr.ss, &again.req, t); ok {
 			again.read = read
 			if again.req.Versions {
-				again.local = s.localVersions(&again.req, &read, cr.ss.sqlClient(t.live).Profile.Key())
+				again.local = s.localVersions(&again.req, &again.read, cr.ss.sqlClient(t.live).Profile.Key())
 			}
 			if s.beginCachedRead(again) {
 				return

@@ -34,8 +34,8 @@ const maxLocalTables = 8
 type localRead struct {
 	v        wire.Versions
 	columnar bool
-	slots  [maxLocalTables + 1]uint32
-	values [maxLocalTables + 1]uint64
+	slots    [maxLocalTables]uint32
+	values   [maxLocalTables]uint64
 }
 
 // openVersions creates the versions segment when cache.local asks for it,
@@ -94,14 +94,11 @@ func (c *cacheState) publish(backend string, tables []string, all bool) {
 	if seg == nil {
 		return
 	}
-	seg.Bump(seg.AnySlot(backend))
 	if all {
-		seg.Bump(seg.WholeSlot(backend))
+		seg.DropBackend(backend)
 		return
 	}
-	for _, t := range tables {
-		seg.Bump(seg.TableSlot(backend, t))
-	}
+	seg.DropTables(backend, tables)
 }
 
 // noteReload voids every version published so far: a reload may have
@@ -115,7 +112,8 @@ func (s *Server) noteReload() {
 
 // localVersions returns the versions of what read depends on, read now
 // (before its Begin), for a request that asked for them; nil when it did not,
-// or the local cache is off. profile is the session's settings profile.
+// or the local cache is off. profile is the session's settings profile. It
+// sets read's TTL to 0 when it returns versions (see below).
 func (c *cacheState) localVersions(r *wire.Request, read *resultcache.Read, profile string) *localRead {
 	if !r.Versions {
 		return nil
@@ -131,14 +129,12 @@ func (c *cacheState) localVersions(r *wire.Request, read *resultcache.Read, prof
 	lr.v.Keep = true
 	lr.v.Generation, lr.v.Reset = seg.Generation(), seg.Reset()
 	n := 0
-	if read.AllTables || len(read.Tables) > maxLocalTables {
+	if read.AllTables || len(read.Tables) == 0 || len(read.Tables) > maxLocalTables {
 		lr.slots[0] = seg.AnySlot(read.Key.Backend)
 		n = 1
 	} else {
-		lr.slots[0] = seg.WholeSlot(read.Key.Backend)
-		n = 1
-		for _, t := range read.Tables {
-			lr.slots[n] = seg.TableSlot(read.Key.Backend, t)
+		for _, t := range read.Tables { // marked before loaded: see DropBackend
+			lr.slots[n] = seg.TableSlotFor(read.Key.Backend, t)
 			n++
 		}
 	}
@@ -146,15 +142,12 @@ func (c *cacheState) localVersions(r *wire.Request, read *resultcache.Read, prof
 		lr.values[i] = seg.Load(lr.slots[i])
 	}
 	lr.v.Slots, lr.v.Values = lr.slots[:n], lr.values[:n]
+	// Never answered from tetherd's own cache, nor stored there: when a
+	// stored result was read is not known here, and a PHP worker keeping it
+	// for another TTL would stretch the TTL's bound. The local cache is this
+	// read's cache; identical reads in flight still merge.
+	read.TTL = 0
 	return lr
-}
-
-// hitVersions is what a hit from tetherd's own cache tells a local cache:
-// the profile only. Its result is not kept: when it was stored is not known
-// here, and keeping it for another TTL would stretch the TTL's bound.
-func (lr *localRead) hitVersions() *wire.Versions {
-	v := wire.Versions{Profile: lr.v.Profile}
-	return &v
 }
 
 // appendLeadVersions appends a leading read's result with its versions (the

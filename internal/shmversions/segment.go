@@ -21,11 +21,13 @@
 //	44      20    reserved (zero)
 //	64      8*N   slot versions, uint64 each
 //
-// A (backend, table) maps to a slot by a hash of both names; each backend has
-// two slots more, "whole" (bumped when its whole cache is dropped) and "any"
-// (bumped by every drop on it, for a read whose tables are not known). Slots
-// are shared by hash collisions: a collision costs a needless miss, never a
-// stale hit.
+// A (backend, table) maps to a slot by a hash of both names, and each backend
+// has one slot more, "any", bumped by every drop on it (for a read whose
+// tables are not known). A result depends on its tables' slots only (one, for
+// most reads: one slot compared per hit): a drop of a backend's whole cache
+// bumps every table slot handed out for it (TableSlotFor remembers them) and
+// its "any" slot. Slots are shared by hash collisions: a collision costs a
+// needless miss, never a stale hit.
 //
 // The segment's key is ftok(KeyPath, 'T') (what PHP's ftok() computes), of a
 // regular file beside tetherd's socket that tetherd creates and never removes,
@@ -42,7 +44,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -96,6 +100,18 @@ type Segment struct {
 	slots uint32
 	gen   uint64
 	done  atomic.Bool
+	used  sync.Map // backend name -> *slotSet: the table slots handed out for it
+}
+
+// slotSet is a set of slots, a bit each.
+type slotSet []atomic.Uint64
+
+func (s *Segment) usedBy(backend string) slotSet {
+	if v, ok := s.used.Load(backend); ok {
+		return v.(slotSet)
+	}
+	v, _ := s.used.LoadOrStore(backend, make(slotSet, (s.slots+63)/64))
+	return v.(slotSet)
 }
 
 // Open creates (or reuses) the segment of the key file at keyPath, mode 0644
@@ -174,8 +190,15 @@ func (s *Segment) TableSlot(backend, table string) uint32 {
 	return hash2(backend, table, 't') % s.slots
 }
 
-// WholeSlot returns the slot bumped when backend's whole cache is dropped.
-func (s *Segment) WholeSlot(backend string) uint32 { return hash2(backend, "", 'w') % s.slots }
+// TableSlotFor returns the slot of backend's table and remembers it as
+// handed out for backend, so that DropBackend bumps it. A reader calls it
+// before it loads the slot's version (see DropBackend).
+func (s *Segment) TableSlotFor(backend, table string) uint32 {
+	slot := s.TableSlot(backend, table)
+	set := s.usedBy(backend)
+	set[slot/64].Or(1 << (slot % 64))
+	return slot
+}
 
 // AnySlot returns the slot bumped by every drop on backend.
 func (s *Segment) AnySlot(backend string) uint32 { return hash2(backend, "", 'a') % s.slots }
@@ -188,6 +211,30 @@ func (s *Segment) Load(slot uint32) uint64 {
 // Bump makes slot's version new.
 func (s *Segment) Bump(slot uint32) {
 	atomic.AddUint64(s.word(HeaderBytes+8*int(slot)), 1)
+}
+
+// DropTables bumps the slots of backend's tables and its "any" slot: a
+// write to those tables.
+func (s *Segment) DropTables(backend string, tables []string) {
+	s.Bump(s.AnySlot(backend))
+	for _, t := range tables {
+		s.Bump(s.TableSlot(backend, t))
+	}
+}
+
+// DropBackend bumps backend's "any" slot and every table slot handed out
+// for it: its whole cache dropped. A read that marks its slot (TableSlotFor)
+// after this scan passed it loads its version after the drop began, so it
+// began after the caller dropped its own cache: the slots it loads are not
+// stale for it.
+func (s *Segment) DropBackend(backend string) {
+	s.Bump(s.AnySlot(backend))
+	used := s.usedBy(backend)
+	for i := range used {
+		for b := used[i].Load(); b != 0; b &= b - 1 {
+			s.Bump(uint32(i*64 + bits.TrailingZeros64(b)))
+		}
+	}
 }
 
 // BumpReset voids everything published so far (a reload: the backend a name
