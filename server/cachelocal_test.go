@@ -187,15 +187,15 @@ func TestCacheLocal_ChangeStream(t *testing.T) {
 			seg := ts.VersionsSegment()
 			c.ok(wire.Request{ID: 4, Op: wire.OpQuery, Backend: "db", SQL: "SELECT v FROM local_cs", CacheTTLMS: 60000, Versions: true})
 			slot := uint64(seg.TableSlot("db", "local_cs"))
-			any := uint64(seg.AnySlot("db"))
-			before, beforeAny := slotValue(mem, slot), slotValue(mem, any)
+			anySlot := uint64(seg.AnySlot("db"))
+			before, beforeAny := slotValue(mem, slot), slotValue(mem, anySlot)
 			if _, err := d.watch.ExecContext(ctx, "UPDATE local_cs SET v = 11 WHERE id = 1"); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(10 * time.Second)
-			for slotValue(mem, slot) == before && slotValue(mem, any) == beforeAny {
+			for slotValue(mem, slot) == before && slotValue(mem, anySlot) == beforeAny {
 				if time.Now().After(deadline) {
-					t.Fatalf("no slot bumped 10 s after a write behind tetherd's back (slot %d, any %d)", slot, any)
+					t.Fatalf("no slot bumped 10 s after a write behind tetherd's back (slot %d, any %d)", slot, anySlot)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
