@@ -45,7 +45,7 @@ const localStreamBound = 2 * time.Second
 //
 // Size: TETHER_LOCAL_CHECK_OPS operations per database: by default 10,000
 // (a few seconds, what make test runs; 5,000 with -short); the full run is
-// TETHER_LOCAL_CHECK_OPS=100000 (about 40 s a database on the 2-core dev
+// TETHER_LOCAL_CHECK_OPS=100000 (about 30 s a database on the 2-core dev
 // machine).
 func TestCacheLocal_NoStaleReads(t *testing.T) {
 	ops := 10000
