@@ -50,8 +50,8 @@ func localOf(rep *wire.Reply) map[string]any {
 // versions gets the slots its result depends on and their versions read
 // before it ran, and is never answered from tetherd's own cache; a write
 // through tetherd bumps its table's slot before its client is answered; a
-// request that does not ask sees no change; a shutdown zeroes the
-// generation and a new tetherd on the same socket writes a new one.
+// request that does not ask sees no change; a reload bumps the reset
+// counter; a shutdown zeroes the generation and a new tetherd on the same socket writes a new one.
 func TestCacheLocal_Publishes(t *testing.T) {
 	for _, d := range loopDBs(t) {
 		t.Run(d.typ, func(t *testing.T) {
@@ -150,6 +150,21 @@ func TestCacheLocal_Publishes(t *testing.T) {
 				if slotValue(mem, table) != before {
 					t.Errorf("slot %d bumped by a write to another table", table)
 				}
+			}
+
+			// A reload voids everything published (the reset counter).
+			reset := binary.LittleEndian.Uint64(mem[shmversions.OffReset:])
+			cfg := ts.cfg
+			cfg.Backends = map[string]tether.BackendConfig{}
+			for name, bc := range ts.cfg.Backends {
+				cfg.Backends[name] = bc
+			}
+			bc := cfg.Backends["db"]
+			bc.MaxConns++
+			cfg.Backends["db"] = bc
+			reload(t, ts, cfg)
+			if r := binary.LittleEndian.Uint64(mem[shmversions.OffReset:]); r == reset {
+				t.Errorf("reset counter still %d after a reload", r)
 			}
 
 			// A shutdown closes the generation; a new tetherd on the socket opens a new one.

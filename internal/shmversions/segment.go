@@ -143,6 +143,14 @@ func Open(keyPath string, slots int) (*Segment, error) {
 	}
 	if errors.Is(err, unix.EINVAL) { // there, of another size
 		if old, gerr := unix.SysvShmGet(key, 0, 0); gerr == nil {
+			// Closed first: a reader still attached to it must see
+			// generation 0, not versions that stop moving.
+			if m, aerr := unix.SysvShmAttach(old, 0, 0); aerr == nil {
+				if len(m) >= HeaderBytes {
+					atomic.StoreUint64((*uint64)(unsafe.Pointer(&m[OffGeneration])), 0)
+				}
+				unix.SysvShmDetach(m)
+			}
 			unix.SysvShmCtl(old, unix.IPC_RMID, nil)
 		}
 		id, err = unix.SysvShmGet(key, size, unix.IPC_CREAT|unix.IPC_EXCL|0o644)

@@ -87,14 +87,15 @@ func TestSegment_Publishes(t *testing.T) {
 	}
 }
 
-// TestSegment_Resized: a segment of another size under the key is replaced.
+// TestSegment_Resized: a segment of another size under the key is replaced,
+// and the old one closed for the readers still attached to it.
 func TestSegment_Resized(t *testing.T) {
 	keyPath := filepath.Join(t.TempDir(), "v")
 	s, err := shmversions.Open(keyPath, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	old := reader(t, keyPath)
 	s2, err := shmversions.Open(keyPath, 32)
 	if err != nil {
 		t.Fatalf("reopen with another size: %v", err)
@@ -104,6 +105,11 @@ func TestSegment_Resized(t *testing.T) {
 	if mem := reader(t, keyPath); binary.LittleEndian.Uint32(mem[12:]) != 32 || len(mem) != shmversions.HeaderBytes+8*32 {
 		t.Errorf("slots %d, size %d", binary.LittleEndian.Uint32(mem[12:]), len(mem))
 	}
+	// A reader of the replaced segment sees it closed.
+	if g := u64(old, shmversions.OffGeneration); g != 0 {
+		t.Errorf("the replaced segment's generation is %d, want 0", g)
+	}
+	s.Close()
 }
 
 // TestKey_MatchesPHP: Key is what PHP's ftok() computes for the same file.
