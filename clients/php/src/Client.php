@@ -865,6 +865,9 @@ final class Client
         $connection = $this->connection;
         $name = $backend ?? '';
         $profile = $connection->knownProfile($name);
+        if ($profile === null && $connection->resumeProfiles($this->timeout, $this->maxFrameBytes)) {
+            $profile = $connection->knownProfile($name);
+        }
         $key = $local->key($as, $name, $sql, $params, $this->timeFormat, $profile ?? '');
         if ($key === null) {
             return $connection->call(Request::statement('query', $sql, $params, $backend, null, $timeoutMs, $columnar, $this->timeFormat, $ttlMs), $as, $this->timeout, $this->maxFrameBytes);
