@@ -54,12 +54,12 @@ final class LocalCache
     private float $beatCheckedAt = 0.0;
     private string $namespace = '';
 
-    /**
-     * @param string $socket tetherd's socket path: the segment's key file is beside it
-     * @param int $maxEntryBytes the largest entry kept (the reply in MessagePack and the versions)
-     */
     private readonly string $keyPath;
 
+    /**
+     * @param string $socket tetherd's socket path: the segment's key file is beside it
+     * @param int $maxEntryBytes the largest entry kept (the value serialized, and 10 bytes a table)
+     */
     public function __construct(string $socket, private readonly int $maxEntryBytes)
     {
         $this->keyPath = $socket . '.versions';
@@ -169,7 +169,15 @@ final class LocalCache
             return;
         }
         $epoch = \pack('PP', $versions['generation'], $versions['reset']);
-        if (\strncmp(\shmop_read($shm, 16, 16), $epoch, 16) !== 0) {
+        $current = \shmop_read($shm, 16, 16);
+        if (\strncmp($current, $epoch, 16) !== 0) {
+            if (\strncmp($current, "\0\0\0\0\0\0\0\0", 8) === 0) {
+                // This segment was closed (tetherd stopped, or replaced it): attach anew at the next read, so that a
+                // long-running process finds the new one.
+                unset(self::$segments[$this->keyPath]);
+                $this->shm = null;
+            }
+
             return; // read under another generation or before a reset: stale already
         }
         $entry = \pack('J', (int) $expiresMs) . $epoch . \chr(\count($slots));
