@@ -118,6 +118,9 @@ final class LocalCache
             return false;
         }
         $shm = $this->shm;
+        if ($shm === null && !($this->attach() && ($shm = $this->shm) !== null)) {
+            return false;
+        }
         // The generation and reset counter (and, at most every 250 ms, the heartbeat: an unpack() saved per hit).
         $head = \shmop_read($shm, 16, 24);
         if (\substr_compare($e, $head, 8, 16, false) !== 0
