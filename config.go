@@ -62,6 +62,11 @@ type CacheConfig struct {
 	// even with caching off. Off by default: every read outside a transaction
 	// then pays a cache lookup, and its result a copy.
 	MergeUncached bool `toml:"merge_uncached"`
+	// Local publishes per-table versions in shared memory (a System V
+	// segment keyed by a file beside server.socket) so that the PHP client's
+	// local cache (the Client option local_cache) can answer repeated
+	// cacheable reads from APCu without a call to tetherd. Off by default.
+	Local bool `toml:"local"`
 }
 
 // ServerConfig is the client-facing side of tetherd.
@@ -394,6 +399,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cache.MergeUncached && !c.Cache.Merge {
 		bad("cache.merge_uncached", true, "needs cache.merge")
+	}
+	if c.Cache.Local && (s.Socket == "" || c.Cache.MaxBytes == 0) {
+		bad("cache.local", true, "needs server.socket (its key file lives beside it) and cache.max_bytes > 0")
 	}
 	if cc := c.Cache; cc.MaxBytes < 0 {
 		bad("cache.max_bytes", cc.MaxBytes, "must not be negative (0 turns caching off)")

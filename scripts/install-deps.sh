@@ -11,6 +11,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 PACKAGES=(openssl php8.2-cli php8.2-msgpack php8.2-mysql php8.2-pgsql php8.2-curl php8.2-xml php8.2-mbstring phpunit mariadb-server postgresql
+	# the PHP client's local cache (Client option local_cache) keeps entries in APCu; shmop is in php8.2-common
+	php8.2-apcu
 	# the framework integrations (clients/php-dbal, clients/php-laravel, clients/php-wordpress) test against these, and
 	# are installed with composer from path repositories
 	php-doctrine-dbal php-laravel-framework wordpress composer)

@@ -211,6 +211,10 @@ tls_client_ca = "$TLS_DIR/ca.pem"
 level = "debug"
 format = "text"
 
+# Table versions for the PHP client's local cache (clients/php/tests/Integration/LocalCacheTest.php).
+[cache]
+local = true
+
 [backends.main]
 type = "sqlite"
 dsn = "$TEST_DIR/tether.db"
@@ -259,7 +263,7 @@ TETHER_SOCKET=$SOCK \
 	TETHER_TEST_BACKEND_TYPES=main=sqlite,maria=mysql,pg=postgres,cass=cassandra,bt=bigtable \
 	TETHER_TEST_HTTP_UPSTREAM=api TETHER_TEST_HTTP_DOWN=downapi \
 	TETHER_TEST_TLS_ADDR=127.0.0.1:$TLS_PORT TETHER_TEST_TLS_TOKEN=$TLS_TOKEN TETHER_TEST_TLS_DIR=$TLS_DIR \
-	phpunit -c clients/php/phpunit.xml.dist --do-not-cache-result --log-junit "$junit" \
+	php -d apc.enable_cli=1 "$(command -v phpunit)" -c clients/php/phpunit.xml.dist --do-not-cache-result --log-junit "$junit" \
 	--fail-on-skipped --fail-on-incomplete --fail-on-risky 2>&1 | tee "$phpunit_log" || phpunit_rc=$?
 # The flags above already make PHPUnit exit non-zero on these; the output is checked as well, so that a test that
 # did not run can never pass for green, whatever phpunit.xml.dist says.

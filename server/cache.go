@@ -10,6 +10,7 @@ import (
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlpool"
 	"github.com/tether-php/tether/internal/resultcache"
+	"github.com/tether-php/tether/internal/shmversions"
 	"github.com/tether-php/tether/internal/sqltext"
 	"github.com/tether-php/tether/wire"
 )
@@ -37,6 +38,13 @@ type cacheState struct {
 	bgStop  context.CancelFunc
 	bg      sync.WaitGroup
 	bodyBuf []byte // scratch of resultBody; loop goroutine only
+
+	// versions is where table versions are published for PHP's local
+	// cache (cachelocal.go), nil when cache.local is off; its heartbeat
+	// goroutine stops on versionsStop and closes versionsDone.
+	versions     atomic.Pointer[shmversions.Segment]
+	versionsStop chan struct{}
+	versionsDone chan struct{}
 }
 
 // newResultCache returns the cache cfg asks for, or nil when both caching and
@@ -72,6 +80,7 @@ type cachedRead struct {
 	done  atomic.Bool // served once
 	start time.Time   // when it was received, for metrics
 	gen   *backendSet // what admit returned, while it waits
+	local *localRead  // the versions its reply carries, if it asked (cachelocal.go)
 }
 
 // runCachedQuery answers a query that set cache_ttl_ms outside a transaction
@@ -85,7 +94,10 @@ func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb sqlpo
 		return false
 	}
 	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, read: read, start: time.Now(), req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
-		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS}}
+		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS, Versions: r.Versions}}
+	if r.Versions {
+		cr.local = s.localVersions(r, &cr.read, ss.sqlClient(t.live).Profile.Key())
+	}
 	return s.beginCachedRead(cr)
 }
 
@@ -184,6 +196,7 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 		r := &cr.req
 		c := s.newCall(cr.ss, r, cr.t.name)
 		c.ticket = ticket
+		c.local = cr.local
 		c.q.Client = cr.ss.sqlClient(cr.t.live)
 		c.gen = s.admit()
 		cr.ss.pending.Add(1)
@@ -218,6 +231,9 @@ func (cr *cachedRead) Served(value []byte, err error) {
 		again := &cachedRead{s: s, ss: cr.ss, t: t, lb: lb, req: cr.req, start: cr.start}
 		if read, ok := s.cacheRead(cr.ss, &again.req, t); ok {
 			again.read = read
+			if again.req.Versions {
+				again.local = s.localVersions(&again.req, &again.read, cr.ss.sqlClient(t.live).Profile.Key())
+			}
 			if s.beginCachedRead(again) {
 				return
 			}
@@ -231,6 +247,12 @@ func (cr *cachedRead) Served(value []byte, err error) {
 	took := s.observed(cr.ss, wire.OpQuery, cr.t.name, cr.req.SQL, err, cr.start)
 	if err != nil {
 		s.replyErrorNow(cr.ss, id, tether.AsError(err))
+		return
+	}
+	if lr := cr.local; lr != nil {
+		s.replyNow(cr.ss, func(b []byte) []byte {
+			return wire.AppendCachedResultVersions(b, wire.Head{ID: id, Took: took}, columnar, value, &lr.v)
+		})
 		return
 	}
 	s.replyNow(cr.ss, func(b []byte) []byte {
@@ -284,7 +306,7 @@ func (s *Server) noteWrite(backend string, op wire.Op, sql string) {
 		}
 		s.invalidate(backend, tables, all, resultcache.CauseWrite)
 	case wire.OpPut, wire.OpDelete, wire.OpMutateRow, wire.OpIncrement, wire.OpCheckAndMutate:
-		s.cache.InvalidateBackend(backend, resultcache.CauseKeyAPI)
+		s.invalidate(backend, nil, true, resultcache.CauseKeyAPI)
 	}
 }
 

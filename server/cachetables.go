@@ -190,14 +190,18 @@ func (s *Server) noteDDL(backend string) {
 }
 
 // invalidate drops what a write to tables (all: to anything) of backend made
-// stale.
+// stale: from the result cache, then from PHP's local caches (publish). Every
+// drop goes through here.
 func (c *cacheState) invalidate(backend string, tables []string, all bool, cause resultcache.Cause) {
 	switch {
 	case all:
 		c.cache.InvalidateBackend(backend, cause)
 	case len(tables) > 0:
 		c.cache.Invalidate(backend, tables, cause)
+	default:
+		return
 	}
+	c.publish(backend, tables, all)
 }
 
 // streamInvalidate drops what a commit seen in backend's change stream made
@@ -211,7 +215,7 @@ func (s *Server) streamInvalidate(backend string, tables []string) {
 		if cb != nil {
 			cb.catalogChanged()
 		}
-		s.cache.InvalidateBackend(backend, resultcache.CauseChangeStream)
+		s.invalidate(backend, nil, true, resultcache.CauseChangeStream)
 		return
 	}
 	cat := cb.loadCatalog()

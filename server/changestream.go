@@ -57,7 +57,7 @@ func (s *Server) followChanges(ctx context.Context, name string, f tether.Change
 		start := time.Now()
 		err := s.safeCall(name, "change_stream", func() error {
 			return f.FollowChanges(ctx, func() {
-				s.cache.InvalidateBackend(name, resultcache.CauseChangeStream)
+				s.invalidate(name, nil, true, resultcache.CauseChangeStream)
 				s.log.Info("change stream following", "backend", name)
 			}, changed)
 		})
@@ -148,7 +148,7 @@ func (d *secondDrop) fire() {
 	d.mu.Unlock()
 	switch {
 	case all:
-		d.s.cache.InvalidateBackend(d.backend, resultcache.CauseChangeStream)
+		d.s.invalidate(d.backend, nil, true, resultcache.CauseChangeStream)
 	case len(due) > 0:
 		d.s.streamInvalidate(d.backend, due)
 	}

@@ -212,6 +212,7 @@ func (s *Server) Reload(ctx context.Context, cfg tether.Config, build NewBackend
 				s.cache.InvalidateBackend(old.name, resultcache.CauseAdmin)
 			}
 		}
+		s.noteReload()
 		close(swapped)
 	})
 	select {

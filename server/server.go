@@ -108,7 +108,9 @@ func (s *Server) Open(ctx context.Context) error {
 		s.stopLoop()
 		return err
 	}
+	s.openVersions()
 	if err := s.listen(); err != nil {
+		s.closeVersions()
 		closeBackends(ctx, s.backends())
 		s.stopLoop()
 		return err
@@ -314,6 +316,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.bgStop()
 		s.bg.Wait()
 	}
+	s.closeVersions()
 	// A reload's retiring backends close now too, with the current ones.
 	// The backends close before the loop stops: the loop drives some of them.
 	s.retiring.Wait()

@@ -78,6 +78,7 @@ type sqlCall struct {
 	// ticket, for a query that leads a cached read (cache.go): its outcome
 	// goes to the cache and the reads that wait on it.
 	ticket *resultcache.Ticket
+	local  *localRead // the versions its reply carries (cachelocal.go), or nil
 }
 
 // maxFreeCalls bounds the calls kept for reuse.
@@ -147,6 +148,9 @@ func (s *Server) callDone(q *sqlpool.Request) {
 		s.noteWrite(c.be, c.op, c.q.SQL)
 	}
 	s.replyNow(c.ss, func(b []byte) []byte {
+		if c.local != nil {
+			return s.appendLeadVersions(b, c)
+		}
 		if q.Err == nil && (c.op == wire.OpCommit || c.op == wire.OpRollback) {
 			return wire.AppendOK(b, c.h)
 		}

@@ -222,6 +222,45 @@ func AppendCachedResult(b []byte, h Head, columnar bool, body []byte) []byte {
 	return append(h.open(b, resultFields(columnar)), body...)
 }
 
+// Versions is what a client's local cache needs to keep a cached read's
+// result (docs/protocol.md, "Table versions"): the session's settings
+// profile, and, when the result may be kept, the segment's generation and
+// reset counter and the versions of the slots the result depends on, all
+// read before the query ran.
+type Versions struct {
+	Profile    string
+	Keep       bool // false: Profile only (the result may not be kept)
+	Generation uint64
+	Reset      uint64
+	Slots      []uint32
+	Values     []uint64
+}
+
+// AppendCachedResultVersions is AppendCachedResult with a "versions" field
+// (v) after the head.
+func AppendCachedResultVersions(b []byte, h Head, columnar bool, body []byte, v *Versions) []byte {
+	b = h.open(b, resultFields(columnar)+1)
+	b = msgp.AppendString(b, "versions")
+	if !v.Keep {
+		b = msgp.AppendMapHeader(b, 1)
+		b = msgp.AppendString(msgp.AppendString(b, "profile"), v.Profile)
+		return append(b, body...)
+	}
+	b = msgp.AppendMapHeader(b, 5)
+	b = msgp.AppendString(msgp.AppendString(b, "profile"), v.Profile)
+	b = msgp.AppendUint64(msgp.AppendString(b, "generation"), v.Generation)
+	b = msgp.AppendUint64(msgp.AppendString(b, "reset"), v.Reset)
+	b = msgp.AppendArrayHeader(msgp.AppendString(b, "slots"), uint32(len(v.Slots)))
+	for _, s := range v.Slots {
+		b = msgp.AppendUint32(b, s)
+	}
+	b = msgp.AppendArrayHeader(msgp.AppendString(b, "values"), uint32(len(v.Values)))
+	for _, x := range v.Values {
+		b = msgp.AppendUint64(b, x)
+	}
+	return append(b, body...)
+}
+
 // AppendResultBody appends the body of a result without cursor, as
 // AppendResult (columnar: AppendColumns) writes it after the head: what a
 // result cache stores and AppendCachedResult writes again under a head.

@@ -157,6 +157,11 @@ type Request struct {
 	// milliseconds (docs/operations.md, "Result cache").
 	CacheTTLMS int64
 
+	// Versions asks, with CacheTTLMS, for the table versions a client's
+	// local cache needs to keep the result ("versions" in the reply; see
+	// docs/protocol.md, "Table versions").
+	Versions bool
+
 	// TimeFormat is how a query's DATETIME and TIMESTAMP values are written:
 	// TimeFormatISO ("", the default) or TimeFormatSQL. Other values are
 	// bad_request.
@@ -519,6 +524,11 @@ func (r *Request) decodeField(key []byte, bp *[]byte, depth int, fail func(strin
 			fail("cache_ttl_ms", err)
 		} else if r.CacheTTLMS < 0 || r.CacheTTLMS > MaxCacheTTLMS {
 			fail("cache_ttl_ms", fmt.Errorf("must be between 0 and %d (a day), got %d", MaxCacheTTLMS, r.CacheTTLMS))
+		}
+	case "versions":
+		r.Versions, b, err = msgp.ReadBoolBytes(b)
+		if err != nil {
+			fail("versions", err)
 		}
 	case "time_format":
 		r.TimeFormat, b, err = msgp.ReadStringBytes(b)
@@ -918,6 +928,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.field(r.Columnar, "columnar", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.TimeFormat != "", "time_format", r.TimeFormat)
 	e.field(r.CacheTTLMS != 0, "cache_ttl_ms", func(b []byte) []byte { return appendInt(b, r.CacheTTLMS) })
+	e.field(r.Versions, "versions", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.Method != "", "method", r.Method)
 	e.str(r.Path != "", "path", r.Path)
 	e.field(r.Headers != nil, "headers", func(b []byte) []byte {

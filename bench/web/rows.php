@@ -49,6 +49,8 @@ $mysqlReads = static fn (int $n): array => [
         'expect' => "rows:$n", 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
     ['key' => "tether-cached-n$n", 'group' => "mysql-n$n", 'label' => 'Tether, one call per read, result cache (95% hits)', 'page' => "tether-cached-reads.php?n=$n", 'role' => 'tether',
         'expect' => "rows:$n", 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
+    ['key' => "tether-localcache-n$n", 'group' => "mysql-n$n", 'label' => 'Tether, one call per read, local cache in APCu (95% hits)', 'page' => "tether-localcache-reads.php?n=$n", 'role' => 'tether',
+        'expect' => "rows:$n", 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
     ['key' => "tether-cached-batch-n$n", 'group' => "mysql-n$n", 'label' => 'Tether, one batch, result cache (95% hits)', 'page' => "tether-cached-batch-reads.php?n=$n", 'role' => 'tether',
         'expect' => "rows:$n", 'needs' => ['tetherd', 'mariadb'], 'conns' => ['mariadb', 'tetherd'], 'daemon' => 'tetherd', 'db' => 'mariadb'],
 ];

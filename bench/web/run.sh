@@ -249,6 +249,10 @@ default_backend = "maria"
 [log]
 level = "warn"
 
+# Table versions for the rows with the PHP client's local cache (tether-localcache-*).
+[cache]
+local = true
+
 [backends.maria]
 type = "mysql"
 dsn = "$MARIADB_DSN"

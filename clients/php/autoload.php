@@ -14,6 +14,7 @@ spl_autoload_register(static function (string $class): void {
         'Tether\\Batch\\Operation' => 'Batch/Operation.php',
         'Tether\\Batch\\PendingBatch' => 'Batch/PendingBatch.php',
         'Tether\\Bigtable\\Mutation' => 'Bigtable/Mutation.php',
+        'Tether\\Cache\\LocalCache' => 'Cache/LocalCache.php',
         'Tether\\Client' => 'Client.php',
         'Tether\\ColumnarResult' => 'ColumnarResult.php',
         'Tether\\Connection\\CommunicationException' => 'Connection/CommunicationException.php',

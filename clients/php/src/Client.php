@@ -7,11 +7,13 @@ namespace Tether;
 use Tether\Batch\Operation;
 use Tether\Batch\PendingBatch;
 use Tether\Bigtable\Mutation;
+use Tether\Cache\LocalCache;
 use Tether\Connection\CommunicationException;
 use Tether\Connection\StreamConnection;
 use Tether\Connection\UnknownOutcomeException;
 use Tether\Exception\LogicException;
 use Tether\Exception\TetherException;
+use Tether\Protocol\MalformedReply;
 use Tether\Protocol\Reply;
 use Tether\Protocol\Request;
 use Tether\Server\ServerException;
@@ -35,7 +37,7 @@ use Tether\Sql\SqlText;
  */
 final class Client
 {
-    private const OPTIONS = ['socket', 'tcp', 'token', 'tls', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format'];
+    private const OPTIONS = ['socket', 'tcp', 'token', 'tls', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format', 'local_cache', 'local_cache_max_entry_bytes'];
 
     private StreamConnection $connection;
     private ?string $backend;
@@ -43,6 +45,8 @@ final class Client
     private int $maxFrameBytes;
     private ?string $timeFormat;
     private bool $persistent;
+    /** the local cache of cacheable reads (option local_cache), null when off or unavailable */
+    private ?LocalCache $local = null;
     /** @var list<\WeakReference<Transaction>> the transactions this client began, for close() */
     private array $transactions = [];
 
@@ -66,6 +70,12 @@ final class Client
      *     (the default: "2024-02-29T23:59:58") or 'sql', the databases' own text form that mysqli, PDO and pgsql
      *     return ("2024-02-29 23:59:58", "0000-00-00 00:00:00"; a PostgreSQL TIMESTAMPTZ in UTC as
      *     "2024-02-29 22:59:58+00"); what framework integrations use
+     *   - local_cache: keep the results of cacheable reads (query(), queryOne(), queryNumeric(), queryColumns() with
+     *     cacheTtlMs, outside a transaction) in APCu, shared by the host's PHP workers, and answer them again without
+     *     a call to tetherd while tetherd's published table versions say they are fresh (default false; needs
+     *     tetherd's cache.local, the apcu and shmop extensions, apc.enable_cli under the CLI, and a Unix socket;
+     *     without any of them, reads go to tetherd as usual). docs/operations.md, "Result cache"
+     *   - local_cache_max_entry_bytes: the largest result the local cache keeps (default 65536)
      * @throws LogicException an unknown option or an invalid value
      */
     public function __construct(array $options = [])
@@ -130,6 +140,18 @@ final class Client
         $timeFormat = $options['time_format'] ?? null;
         if ($timeFormat !== null && $timeFormat !== 'iso' && $timeFormat !== 'sql') {
             throw new LogicException(\sprintf("option time_format: want 'iso' or 'sql', got %s", \var_export($timeFormat, true)));
+        }
+
+        $local = $options['local_cache'] ?? false;
+        if (!\is_bool($local)) {
+            throw new LogicException(\sprintf('option local_cache: want a bool, got %s', \var_export($local, true)));
+        }
+        $localMax = $options['local_cache_max_entry_bytes'] ?? 65536;
+        if (!\is_int($localMax) || $localMax < 1) {
+            throw new LogicException(\sprintf('option local_cache_max_entry_bytes: want an int > 0, got %s', \var_export($localMax, true)));
+        }
+        if ($local && isset($socket) && LocalCache::available()) {
+            $this->local = new LocalCache($socket, $localMax);
         }
 
         $tls = $options['tls'] ?? null;
@@ -207,6 +229,10 @@ final class Client
      */
     public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): array
     {
+        if ($this->local !== null && $cacheTtlMs > 0) {
+            return $this->localCall('rows', $sql, $params, $backend ?? $this->backend, $timeoutMs, false, $cacheTtlMs);
+        }
+
         return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs), 'rows');
     }
 
@@ -218,6 +244,9 @@ final class Client
      */
     public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ?array
     {
+        if ($this->local !== null && $cacheTtlMs > 0) {
+            return $this->localCall('first', $sql, $params, $backend ?? $this->backend, $timeoutMs, false, $cacheTtlMs);
+        }
         // The point read calls the one path, StreamConnection::call(), itself rather than through call(): one PHP
         // call less on the hottest path, with the same request, decoding and exceptions.
         return $this->connection->call(
@@ -238,6 +267,10 @@ final class Client
      */
     public function queryNumeric(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): NumericResult
     {
+        if ($this->local !== null && $cacheTtlMs > 0) {
+            return $this->localCall('numeric', $sql, $params, $backend ?? $this->backend, $timeoutMs, false, $cacheTtlMs);
+        }
+
         return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs), 'numeric');
     }
 
@@ -251,6 +284,10 @@ final class Client
      */
     public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ColumnarResult
     {
+        if ($this->local !== null && $cacheTtlMs > 0) {
+            return $this->localCall('columns', $sql, $params, $backend ?? $this->backend, $timeoutMs, true, $cacheTtlMs);
+        }
+
         return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true, $this->timeFormat, $cacheTtlMs), 'columns');
     }
 
@@ -809,6 +846,55 @@ final class Client
     private function call(array $request, string $as): mixed
     {
         return $this->connection->call($request, $as, $this->timeout, $this->maxFrameBytes);
+    }
+
+    /**
+     * localCall answers a cacheable query from the local cache (option local_cache) when it holds it fresh, and
+     * otherwise sends it asking for the table versions that let the reply be kept; decoded as call() decodes $as.
+     * The local cache is used only while the session's settings on the socket are known (tetherd reported them
+     * since the last request was sent: the key holds them, as tetherd's own does); the first cacheable read of a
+     * backend on a socket, and the first after any other request, always goes to tetherd. The request map is built
+     * only when it is sent.
+     *
+     * @param array<mixed> $params
+     * @throws TetherException as call()
+     */
+    private function localCall(string $as, string $sql, array $params, ?string $backend, ?int $timeoutMs, bool $columnar, int $ttlMs): mixed
+    {
+        $local = $this->local;
+        $connection = $this->connection;
+        $name = $backend ?? '';
+        $profile = $connection->knownProfile($name);
+        if ($profile === null && $connection->resumeProfiles($this->timeout, $this->maxFrameBytes)) {
+            $profile = $connection->knownProfile($name);
+        }
+        $key = $local->key($as, $name, $sql, $params, $this->timeFormat, $profile ?? '');
+        if ($key === null) {
+            return $connection->call(Request::statement('query', $sql, $params, $backend, null, $timeoutMs, $columnar, $this->timeFormat, $ttlMs), $as, $this->timeout, $this->maxFrameBytes);
+        }
+        if ($profile === null) {
+            LocalCache::unknown();
+        } elseif ($local->fetch($key, $value)) {
+            return $value;
+        }
+        $request = Request::statement('query', $sql, $params, $backend, null, $timeoutMs, $columnar, $this->timeFormat, $ttlMs);
+        $request['versions'] = true;
+        $sent = \microtime(true) * 1000.0;
+        $reply = $connection->call($request, 'reply', $this->timeout, $this->maxFrameBytes);
+        try {
+            $value = Reply::decode($as, $reply);
+        } catch (MalformedReply) {
+            throw $connection->malformedReply('query');
+        }
+        $versions = $reply['versions'] ?? null;
+        if (\is_array($versions) && \is_string($versions['profile'] ?? null)) {
+            $connection->noteProfile($name, $versions['profile'], $connection->epoch());
+            if (isset($versions['slots'])) {
+                $local->store($profile === $versions['profile'] ? $key : (string) $local->key($as, $name, $sql, $params, $this->timeFormat, $versions['profile']), $value, $versions, $sent + $ttlMs, $ttlMs);
+            }
+        }
+
+        return $value;
     }
 
     /**

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\Connection;
 
 use Tether\Exception\LogicException;
+use Tether\Exception\TetherException;
 use Tether\Protocol\MalformedReply;
 use Tether\Protocol\Reply;
 use Tether\Protocol\Request;
@@ -87,6 +88,15 @@ class StreamConnection
      *                          sql_mode, sent by any Client sharing the socket, and when the socket is dropped
      */
     private array $noBackslashEscapes = [];
+    /**
+     * @var array<string, string> backend ('' for tetherd's default) => the identity of its session settings on this
+     *                            socket as tetherd last reported it (a reply's versions.profile), for the local cache
+     *                            (Tether\Cache\LocalCache); emptied by every request sent, so that it is known only
+     *                            while nothing sent since could have changed the settings
+     */
+    private array $profiles = [];
+    /** resumed is true once this PHP request tried resumeProfiles() */
+    private bool $resumed = false;
     /**
      * packer encodes request maps with php_only off: plain MessagePack (msgpack_pack's PHP-only markers for
      * references and objects are nothing tetherd reads), without msgpack_pack's per-array reference bookkeeping,
@@ -362,6 +372,62 @@ class StreamConnection
         }
     }
 
+    /**
+     * knownProfile returns the identity of the session settings of $backend ('' for tetherd's default) on this socket,
+     * as tetherd reported it since the last request was sent; null when unknown.
+     */
+    public function knownProfile(string $backend): ?string
+    {
+        return $this->profiles[$backend] ?? null;
+    }
+
+    /**
+     * resumeProfiles restores, once per PHP request and only before the socket is opened in it, the settings
+     * identities (knownProfile()) that the previous PHP request of this worker knew at its end on this persistent
+     * socket, if nothing crossed the socket since: its byte position (ftell) is where that request left it. It opens
+     * the socket, as the next call would, to read that position. So a page whose reads are all local-cache hits needs
+     * no call to learn the settings again. Returns whether anything was restored.
+     */
+    public function resumeProfiles(float $ioTimeout, int $maxFrameBytes): bool
+    {
+        if ($this->resumed || $this->stream !== null || !$this->persistent || !\function_exists('apcu_fetch')) {
+            return false;
+        }
+        $this->resumed = true;
+        $saved = \apcu_fetch($this->sessionKey());
+        if (!\is_array($saved) || !\is_int($saved[0] ?? null) || !\is_array($saved[1] ?? null)) {
+            return false;
+        }
+        try {
+            $this->open($ioTimeout, $maxFrameBytes);
+        } catch (TetherException) {
+            return false;
+        }
+        if ($this->stream === null || \ftell($this->stream) !== $saved[0]) {
+            return false;
+        }
+        $this->profiles = $saved[1];
+
+        return true;
+    }
+
+    /** sessionKey is the APCu key of this worker's settings identities on this socket (resumeProfiles()). */
+    private function sessionKey(): string
+    {
+        return 'tether:session:' . \getmypid() . ':' . $this->address;
+    }
+
+    /**
+     * noteProfile records the settings identity a reply reported for $backend, if that reply came on the socket of
+     * $epoch and no other request is pending on it (one sent meanwhile could have changed the settings).
+     */
+    public function noteProfile(string $backend, string $profile, int $epoch): void
+    {
+        if ($epoch === $this->epoch && $this->stream !== null && $this->pending === []) {
+            $this->profiles[$backend] = $profile;
+        }
+    }
+
     /** holds tells whether transaction $tx, begun in $epoch, is still open on the current socket. */
     public function holds(int $tx, int $epoch): bool
     {
@@ -382,6 +448,11 @@ class StreamConnection
             $this->drop();
 
             return;
+        }
+        if ($this->profiles !== [] && $this->openTx === [] && $this->persistent && $this->stream !== null && \function_exists('apcu_store')
+            && \apcu_enabled() && ($position = \ftell($this->stream)) !== false) {
+            // For the next PHP request of this worker on this socket: see resumeProfiles().
+            \apcu_store($this->sessionKey(), [$position, $this->profiles], 3600);
         }
         $timeout = $this->appliedTimeout > 0 ? $this->appliedTimeout : 5.0;
         foreach ($this->openTx as $tx => $_) {
@@ -506,6 +577,7 @@ class StreamConnection
         if ($this->noBackslashEscapes !== [] && self::maySetSqlMode($request)) {
             $this->noBackslashEscapes = [];
         }
+        $this->profiles = [];
         $reopened = false;
         while (true) {
             $id = $request['id'] = $this->lastId = $this->lastId === self::MAX_ID ? 1 : $this->lastId + 1;
@@ -672,6 +744,7 @@ class StreamConnection
         $this->epoch++;
         $this->openTx = [];
         $this->noBackslashEscapes = [];
+        $this->profiles = [];
         $this->pending = [];
         $this->abandoned = [];
         $this->reading = false;

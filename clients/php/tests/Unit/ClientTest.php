@@ -255,6 +255,32 @@ final class ClientTest extends FakeServerTestCase
         self::assertSame([], $client->batch([]));
     }
 
+    public function testLocalCacheOptionsAreChecked(): void
+    {
+        foreach ([['local_cache' => 'yes'], ['local_cache' => true, 'local_cache_max_entry_bytes' => 0]] as $options) {
+            try {
+                new Client(['socket' => sys_get_temp_dir() . '/tether-no-such-socket'] + $options);
+                self::fail('accepted ' . var_export($options, true));
+            } catch (LogicException $e) {
+                self::assertStringContainsString('option local_cache', $e->getMessage());
+            }
+        }
+    }
+
+    public function testLocalCacheWithoutASegmentSendsNoVersions(): void
+    {
+        // No tetherd versions segment beside this socket: the read goes to tetherd as it would without the option,
+        // and asks for no versions (which an older tetherd would refuse).
+        $server = $this->serve([[
+            ['recv'], ['reply', ['columns' => ['v'], 'rows' => [[1]]]],
+        ]]);
+        $client = $this->client($server, ['local_cache' => true]);
+        self::assertSame(['v' => 1], $client->queryOne('SELECT v FROM t WHERE id = ?', [1], null, null, 1000));
+        $request = self::maps($server)[0];
+        self::assertSame(1000, $request['cache_ttl_ms']);
+        self::assertArrayNotHasKey('versions', $request);
+    }
+
     public function testBatchRejectsSomethingElseThanOperations(): void
     {
         $client = new Client(['socket' => sys_get_temp_dir() . '/tether-no-such-socket']);
