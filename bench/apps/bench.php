@@ -62,6 +62,8 @@ const ROWS = [
         'user' => 'tetherd', 'role' => 'tether'],
     ['key' => 'wp-tether-cached', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in, TETHER_CACHE_TTL 5000 (result cache)', 'page' => 'wp-tether-cached/',
         'user' => 'tetherd', 'role' => 'tether', 'cached' => true],
+    ['key' => 'wp-tether-local', 'app' => 'wordpress', 'label' => 'Tether: db.php drop-in, TETHER_CACHE_TTL 5000 and TETHER_LOCAL_CACHE (hits in APCu)', 'page' => 'wp-tether-local/',
+        'user' => 'tetherd', 'role' => 'tether', 'cached' => true],
     ['key' => 'lv-native', 'app' => 'laravel', 'label' => 'native: PDO mysql, not persistent (Laravel default)', 'page' => 'laravel-native.php',
         'user' => 'lv_native', 'role' => 'native'],
     ['key' => 'lv-persistent', 'app' => 'laravel', 'label' => 'PDO mysql, PDO::ATTR_PERSISTENT', 'page' => 'laravel-persistent.php',

@@ -198,6 +198,10 @@ default_backend = "maria"
 [log]
 level = "warn"
 
+# Table versions for wp-tether-local (the PHP client's local cache).
+[cache]
+local = true
+
 [backends.maria]
 type = "mysql"
 dsn = "tetherd:tetherd@unix($MARIADB_SOCKET)/$DB"
@@ -254,7 +258,7 @@ if [[ "$SERVE" == 1 ]]; then
 	urls=()
 	for server in ${SERVERS//,/ }; do
 		"start_$server"
-		urls+=("$server $URL/{wp-native/,wp-tether/,wp-tether-persistent/,wp-tether-cached/,laravel-native.php,laravel-persistent.php,laravel-tether.php}")
+		urls+=("$server $URL/{wp-native/,wp-tether/,wp-tether-persistent/,wp-tether-cached/,wp-tether-local/,laravel-native.php,laravel-persistent.php,laravel-tether.php}")
 	done
 	{
 		echo "==> app bench: serving (Ctrl-C stops everything)"

@@ -318,6 +318,10 @@ default_backend = "maria"
 [log]
 level = "warn"
 
+# Table versions for the rows with the PHP client's local cache (tether-localcache-n20, wp-tether-local).
+[cache]
+local = true
+
 [backends.maria]
 type = "mysql"
 dsn = "$my_dsn"

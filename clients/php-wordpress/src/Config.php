@@ -19,6 +19,10 @@ namespace Tether\WordPress;
  *   TETHER_CACHE_TTL   milliseconds tetherd may answer a plain SELECT outside a transaction from its shared result
  *                      cache (tetherd's [cache]); every write through tetherd to the backend drops what it cached, a
  *                      write from elsewhere is seen within this TTL; default 0: no caching
+ *   TETHER_LOCAL_CACHE with TETHER_CACHE_TTL, keep those reads in the PHP workers' shared memory too (APCu; the
+ *                      client option local_cache): a hit is served without a call to tetherd, while tetherd's
+ *                      published table versions say nothing it read has changed (docs/operations.md, "Hits in
+ *                      the PHP worker"); default false
  *
  * DB_NAME must name the database the backend connects to (it is checked on connect); DB_USER, DB_PASSWORD and
  * DB_HOST are not used: tetherd holds the credentials.
@@ -32,6 +36,7 @@ final class Config
         public readonly bool $persistent = false,
         public readonly float $busyWait = 30.0,
         public readonly int $cacheTtlMs = 0,
+        public readonly bool $localCache = false,
     ) {
     }
 
@@ -47,6 +52,7 @@ final class Config
             persistent: \defined('TETHER_PERSISTENT') ? (bool) \constant('TETHER_PERSISTENT') : false,
             busyWait: \defined('TETHER_BUSY_WAIT') ? (float) \constant('TETHER_BUSY_WAIT') : 30.0,
             cacheTtlMs: \defined('TETHER_CACHE_TTL') ? \max(0, (int) \constant('TETHER_CACHE_TTL')) : 0,
+            localCache: \defined('TETHER_LOCAL_CACHE') ? (bool) \constant('TETHER_LOCAL_CACHE') : false,
         );
     }
 
@@ -58,6 +64,9 @@ final class Config
         $options = ['timeout' => $this->timeout, 'persistent' => $this->persistent, 'backend' => $this->backend, 'time_format' => 'sql'];
         if ($this->socket !== null) {
             $options['socket'] = $this->socket;
+        }
+        if ($this->localCache && $this->cacheTtlMs > 0) {
+            $options['local_cache'] = true;
         }
 
         return $options;

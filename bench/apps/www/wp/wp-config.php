@@ -7,14 +7,15 @@
  * tether one with TETHER_PERSISTENT (the drop-in keeps its socket to tetherd, and its session, across the requests of
  * a PHP worker; the drop-in's default is a socket per request); a fourth, "tether-cached", is the tether one with
  * TETHER_CACHE_TTL (reads answered from tetherd's shared result cache for up to 5 s, or until a write through
- * tetherd). BENCH_WP_SITE names the site; the site's
+ * tetherd); a fifth, "tether-local", is tether-cached with TETHER_LOCAL_CACHE (those reads kept in APCu in the PHP
+ * workers too, served without a call to tetherd while tetherd's table versions are unchanged). BENCH_WP_SITE names the site; the site's
  * front page (htdocs/wp-SITE/index.php) and bench/apps/setup-wordpress.php define it. WordPress itself is Debian's
  * package (/usr/share/wordpress), its themes and plugins shared by both content directories (symlinks).
  */
 
 $bench = require __DIR__ . '/../config.php';
-if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether', 'tether-persistent', 'tether-cached'], true)) {
-    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native, tether, tether-persistent or tether-cached');
+if (!defined('BENCH_WP_SITE') || !in_array(BENCH_WP_SITE, ['native', 'tether', 'tether-persistent', 'tether-cached', 'tether-local'], true)) {
+    throw new LogicException('bench/apps wp-config.php: BENCH_WP_SITE must be native, tether, tether-persistent, tether-cached or tether-local');
 }
 
 define('DB_NAME', $bench['db_name']);
@@ -37,9 +38,10 @@ if (BENCH_WP_SITE !== 'native') {
     define('TETHER_SOCKET', $bench['tether_socket']);
     define('TETHER_BACKEND', $bench['tether_backend']);
     define('TETHER_PERSISTENT', BENCH_WP_SITE === 'tether-persistent');
-    if (BENCH_WP_SITE === 'tether-cached') {
+    if (BENCH_WP_SITE === 'tether-cached' || BENCH_WP_SITE === 'tether-local') {
         define('TETHER_CACHE_TTL', 5000);
     }
+    define('TETHER_LOCAL_CACHE', BENCH_WP_SITE === 'tether-local');
 }
 
 define('WP_CONTENT_DIR', __DIR__ . '/content-' . (BENCH_WP_SITE === 'native' ? 'native' : 'tether'));
