@@ -79,7 +79,7 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*tether.Result, err
 		return nil, tether.Unsupported(rt.name, rt.typ, "the key API (a join's right side)")
 	}
 
-	left, err := s.joinLeft(ctx, lt, r)
+	left, sunk, err := s.joinLeft(ctx, lt, r)
 	if err != nil {
 		return nil, err
 	}
@@ -92,16 +92,32 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*tether.Result, err
 
 	// The distinct keys, in first-seen order; keyOf[i] is left row i's key
 	// (-1: no key, because the row is missing or an on value is nil).
+	// A key of one string is looked up by the string itself (the common
+	// case: no encoding per row); any other by its encoded values, in a map
+	// of its own so that the two forms never meet.
 	var (
-		keys   [][]any
-		keyOf  = make([]int32, len(left.Rows))
-		seen   = make(map[string]int32, 32)
-		encKey []byte
+		keys    [][]any
+		keyOf   = make([]int32, len(left.Rows))
+		seen    = make(map[string]int32, 32)
+		strSeen = make(map[string]int32, 32)
+		encKey  []byte
 	)
 	for i, row := range left.Rows {
 		keyOf[i] = -1
 		if row == nil {
 			continue
+		}
+		if len(on) == 1 {
+			if str, ok := row[on[0]].(string); ok {
+				k, ok := strSeen[str]
+				if !ok {
+					k = int32(len(keys))
+					keys = append(keys, []any{row[on[0]]})
+					strSeen[str] = k
+				}
+				keyOf[i] = k
+				continue
+			}
 		}
 		encKey = encKey[:0]
 		null := false
@@ -151,7 +167,10 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*tether.Result, err
 	inner := r.Kind == "inner"
 	nl, width := len(left.Columns), len(columns)
 	n := 0
-	inPlace := true // every left row has room for the right side's values
+	// In place when joinSink built the left rows and left room enough in
+	// each (zero past the left values: a row without a match needs no
+	// writes). Not in rows a backend built: their room may be another row's.
+	inPlace := sunk
 	for i, row := range left.Rows {
 		if row != nil && (!inner || keyOf[i] >= 0 && right.Rows[keyOf[i]] != nil) {
 			n++
@@ -163,10 +182,11 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*tether.Result, err
 	// every joined row (two allocations, not one per row). rowKey[j] is the
 	// key of joined row j, for ordering by a right column.
 	var values []any
+	rows := left.Rows[:0] // joined row j is written once left row j >= j is read
 	if !inPlace {
 		values = make([]any, n*width)
+		rows = make([][]any, 0, n)
 	}
-	rows := make([][]any, 0, n)
 	rowKey := make([]int32, 0, n)
 	for i, row := range left.Rows {
 		if row == nil {
@@ -181,8 +201,6 @@ func (s *Server) join(ctx context.Context, r *wire.Request) (*tether.Result, err
 		}
 		var out []any
 		if inPlace {
-			// The room past the left values is zero (nil) as joinSink
-			// allocated it: a row without a match needs no writes.
 			out = row[:width]
 		} else {
 			out = values[:width:width]
@@ -215,17 +233,20 @@ type loopQuerier interface {
 // room in each row for the right side's values and boxes the values out of a
 // few slabs per join; anything else runs as the operation would on its own
 // (execute).
-func (s *Server) joinLeft(ctx context.Context, lt target, r *wire.Request) (res *tether.Result, err error) {
+//
+// sunk reports whether joinSink built the rows.
+func (s *Server) joinLeft(ctx context.Context, lt target, r *wire.Request) (res *tether.Result, sunk bool, err error) {
 	l := r.Left
 	lq, ok := lt.b.(loopQuerier)
 	if !ok || lt.loopBackend() == nil || l.Op != wire.OpQuery || l.Limit != 0 || l.Cursor != nil {
-		return s.execute(ctx, lt, nil, l)
+		res, err = s.execute(ctx, lt, nil, l)
+		return res, false, err
 	}
 	// What execute does around a backend call: the fault hook, and a panic
 	// made the request's internal error.
 	defer func() {
 		if v := recover(); v != nil {
-			res, err = nil, tether.RecoverPanic(s.log, lt.name, l.Op.String(), v)
+			res, sunk, err = nil, false, tether.RecoverPanic(s.log, lt.name, l.Op.String(), v)
 		}
 	}()
 	if fault.Enabled() {
@@ -236,9 +257,9 @@ func (s *Server) joinLeft(ctx context.Context, lt target, r *wire.Request) (res 
 		sink.extra = len(r.Right.Columns)
 	}
 	if err := lq.Do(ctx, &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: l.SQL, Params: l.Params, Sink: sink}); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &tether.Result{Columns: sink.columns, Rows: sink.rows}, nil
+	return &tether.Result{Columns: sink.columns, Rows: sink.rows}, true, nil
 }
 
 // joinSink is the tether.RowSink a join's left query decodes into: it builds
@@ -447,11 +468,22 @@ func sortJoined(rows [][]any, columns []string, orderBy []string, nl int, right 
 		}
 		perm, next = next, perm
 	}
-	sorted := make([][]any, n)
-	for i, p := range perm {
-		sorted[i] = rows[p]
+	// rows[i] = rows[perm[i]] in place, cycle by cycle (perm[i] = -1: done).
+	for i := range perm {
+		if perm[i] < 0 {
+			continue
+		}
+		first, j := rows[i], int32(i)
+		for {
+			k := perm[j]
+			perm[j] = -1
+			if k == int32(i) {
+				rows[j] = first
+				break
+			}
+			rows[j], j = rows[k], k
+		}
 	}
-	copy(rows, sorted)
 	return nil
 }
 
