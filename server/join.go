@@ -302,21 +302,32 @@ func (j *joinSink) Column(name []byte) { j.columns = append(j.columns, string(na
 // BeginRow implements tether.RowSink.
 func (j *joinSink) BeginRow() {
 	if cap(j.vals)-len(j.vals) < j.width {
-		j.vals = make([]any, 0, slabRows*max(j.width, 1))
+		w := max(j.width, 1)
+		j.vals = make([]any, 0, w*slabCap(cap(j.vals)/w, 2, slabRows))
 	}
 	l := len(j.vals)
 	j.vals = j.vals[:l+j.width]
 	j.row = j.vals[l : l : l+j.width]
 }
 
-// The sizes of joinSink's slabs: fixed, not growing, so that a join
-// allocates about the bytes its rows take (the collector runs by bytes
-// allocated), and as few as a few dozen slabs for 500 rows.
+// The largest of joinSink's slabs: each slab is twice the last up to these,
+// so that a join allocates about the bytes its rows take (the collector runs
+// by bytes allocated; a one-row join allocates under 2 KB of slabs), in a few
+// dozen slabs for 500 rows.
 const (
 	slabRows   = 64   // rows
 	slabValues = 256  // strings, integers, floats
 	slabText   = 8192 // bytes of text
 )
+
+// slabCap is the capacity of a slab after one of capacity last: first at
+// first, then twice the last, at most most.
+func slabCap(last, first, most int) int {
+	if last == 0 {
+		return first
+	}
+	return min(2*last, most)
+}
 
 func (j *joinSink) add(v any, size int) {
 	j.row = append(j.row, v)
@@ -332,7 +343,7 @@ func (j *joinSink) Bool(v bool) { j.add(v, 9) }
 // Int implements tether.RowSink.
 func (j *joinSink) Int(v int64) {
 	if len(j.ints) == cap(j.ints) {
-		j.ints = make([]int64, 0, slabValues)
+		j.ints = make([]int64, 0, slabCap(cap(j.ints), 8, slabValues))
 	}
 	j.ints = append(j.ints, v)
 	j.add(box(int64Type, unsafe.Pointer(&j.ints[len(j.ints)-1])), 9)
@@ -344,7 +355,7 @@ func (j *joinSink) Uint(v uint64) { j.add(v, 9) }
 // Float implements tether.RowSink.
 func (j *joinSink) Float(v float64) {
 	if len(j.flts) == cap(j.flts) {
-		j.flts = make([]float64, 0, slabValues)
+		j.flts = make([]float64, 0, slabCap(cap(j.flts), 8, slabValues))
 	}
 	j.flts = append(j.flts, v)
 	j.add(box(float64Type, unsafe.Pointer(&j.flts[len(j.flts)-1])), 9)
@@ -355,7 +366,7 @@ func (j *joinSink) Text(b []byte) {
 	var str string
 	if len(b) > 0 {
 		if cap(j.text)-len(j.text) < len(b) {
-			j.text = make([]byte, 0, max(slabText, len(b)))
+			j.text = make([]byte, 0, max(slabCap(cap(j.text), 256, slabText), len(b)))
 		}
 		at := len(j.text)
 		j.text = append(j.text, b...)
@@ -363,7 +374,7 @@ func (j *joinSink) Text(b []byte) {
 		str = unsafe.String(&j.text[at], len(b))
 	}
 	if len(j.strs) == cap(j.strs) {
-		j.strs = make([]string, 0, slabValues)
+		j.strs = make([]string, 0, slabCap(cap(j.strs), 8, slabValues))
 	}
 	j.strs = append(j.strs, str)
 	j.add(box(stringType, unsafe.Pointer(&j.strs[len(j.strs)-1])), len(b)+5)
