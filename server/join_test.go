@@ -330,6 +330,16 @@ func TestServer_JoinOnLoop(t *testing.T) {
 					}
 				}
 			}
+			// Every right column (none named): more than the sink left room
+			// for, so the rows are copied, not glued in place.
+			rep := c.ok(wire.Request{ID: 4, Op: wire.OpJoin, Left: left, Right: &wire.Request{Backend: "db", Table: "jl_groups"},
+				On: []string{"group_code"}})
+			_, got := rowsOf(t, rep)
+			_, want := rowsOf(t, c.ok(wire.Request{ID: 5, Op: wire.OpQuery, Backend: "db", Columnar: true,
+				SQL: "SELECT u.*, g.code, g.name, g.rank_ FROM jl_users u LEFT JOIN jl_groups g ON g.code = u.group_code WHERE u.id BETWEEN 1 AND 300 ORDER BY u.id"}))
+			if g, w := fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want); g != w {
+				t.Fatalf("join on every right column:\n got %.300s\nwant %.300s", g, w)
+			}
 		})
 	}
 }
