@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,4 +250,96 @@ func (d downBackend) Put(context.Context, tether.KeyRequest) (*tether.Result, er
 }
 func (d downBackend) Delete(context.Context, tether.KeyRequest) (*tether.Result, error) {
 	return nil, d.unavailable()
+}
+
+// TestServer_JoinOnLoop is a join whose left query runs on a loop-driven
+// pool (MariaDB, PostgreSQL), decoded into the join's own row sink, against
+// the same join written in SQL: every value of every type, in the same
+// order, across more rows than one slab of the sink holds and with a text
+// longer than one slab of its text arena, ordered by a right column, by a
+// left one descending, and not at all.
+func TestServer_JoinOnLoop(t *testing.T) {
+	for _, d := range loopDBs(t) {
+		t.Run(d.typ, func(t *testing.T) {
+			ts := d.start(t, nil)
+			c := dial(t, ts)
+			dt, bin, nullsFirst, nullsLast := "DATETIME", "VARBINARY(16)", "", ""
+			if d.typ == "postgres" {
+				dt, bin, nullsFirst, nullsLast = "TIMESTAMP", "BYTEA", " NULLS FIRST", " NULLS LAST"
+			}
+			for _, sql := range []string{
+				"DROP TABLE IF EXISTS jl_users", "DROP TABLE IF EXISTS jl_groups",
+				"CREATE TABLE jl_groups (code VARCHAR(8) PRIMARY KEY, name VARCHAR(64), rank_ INT)",
+				"CREATE TABLE jl_users (id INT PRIMARY KEY, name TEXT, group_code VARCHAR(8), score DOUBLE PRECISION, big BIGINT, created " + dt + ", data " + bin + ")",
+			} {
+				c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: sql})
+			}
+			t.Cleanup(func() {
+				c.do(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS jl_users"})
+				c.do(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "DROP TABLE IF EXISTS jl_groups"})
+			})
+			for g := 0; g < 7; g++ {
+				c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db", SQL: "INSERT INTO jl_groups VALUES (" + d.p(1) + ", " + d.p(2) + ", " + d.p(3) + ")",
+					Params: []any{fmt.Sprint("g", g), fmt.Sprintf("%c group", 'A'+(g*3)%7), int64(g % 3)}})
+			}
+			const n = 300
+			for i := 1; i <= n; i++ {
+				var code, score, big, data any = fmt.Sprint("g", i%8), float64(i%13) / 4, int64(i) << 40, []byte{byte(i), 0, 255}
+				switch {
+				case i%11 == 0:
+					code, score, big, data = nil, nil, nil, nil // no group, and NULLs of every type
+				case i%17 == 0:
+					code = "zz" // a group that does not exist
+				}
+				name := fmt.Sprint("user ", i)
+				if i == 150 {
+					name = strings.Repeat("long ", 2000) // longer than a slab of the text arena
+				}
+				c.ok(wire.Request{ID: 1, Op: wire.OpExec, Backend: "db",
+					SQL:    fmt.Sprintf("INSERT INTO jl_users VALUES (%s, %s, %s, %s, %s, '2026-11-27 10:%02d:%02d', %s)", d.p(1), d.p(2), d.p(3), d.p(4), d.p(5), i%60, i%60, d.p(6)),
+					Params: []any{int64(i), name, code, score, big, data}})
+			}
+			left := &wire.Request{Op: wire.OpQuery, Backend: "db", SQL: "SELECT * FROM jl_users WHERE id BETWEEN " + d.p(1) + " AND " + d.p(2) + " ORDER BY id",
+				Params: []any{int64(1), int64(n)}}
+			sqlJoin := "SELECT u.*, g.name, g.rank_ FROM jl_users u %s JOIN jl_groups g ON g.code = u.group_code WHERE u.id BETWEEN 1 AND 300 ORDER BY %s"
+			for _, tc := range []struct {
+				kind    string
+				orderBy []string
+				sql     string
+			}{
+				{"left", []string{"jl_groups.name"}, fmt.Sprintf(sqlJoin, "LEFT", "g.name"+nullsFirst+", u.id")},
+				{"left", []string{"-rank_", "-score"}, fmt.Sprintf(sqlJoin, "LEFT", "g.rank_ DESC"+nullsLast+", u.score DESC"+nullsLast+", u.id")},
+				{"inner", []string{"-score", "jl_groups.name"}, fmt.Sprintf(sqlJoin, "INNER", "u.score DESC"+nullsLast+", g.name, u.id")},
+				{"left", nil, fmt.Sprintf(sqlJoin, "LEFT", "u.id")},
+			} {
+				rep := c.ok(wire.Request{ID: 2, Op: wire.OpJoin, Kind: tc.kind, Left: left,
+					Right: &wire.Request{Backend: "db", Table: "jl_groups", Columns: []string{"name", "rank_"}},
+					On:    []string{"group_code"}, OrderBy: tc.orderBy})
+				cols, got := rowsOf(t, rep)
+				if fmt.Sprint(cols) != "[id name group_code score big created data jl_groups.name rank_]" {
+					t.Fatalf("columns %v", cols)
+				}
+				want := c.ok(wire.Request{ID: 3, Op: wire.OpQuery, Backend: "db", SQL: tc.sql, Columnar: true})
+				_, wantRows := rowsOf(t, want)
+				if len(got) != len(wantRows) {
+					t.Fatalf("%s join by %v: %d rows, the SQL join %d", tc.kind, tc.orderBy, len(got), len(wantRows))
+				}
+				for i := range got {
+					if g, w := fmt.Sprintf("%#v", got[i]), fmt.Sprintf("%#v", wantRows[i]); g != w {
+						t.Fatalf("%s join by %v, row %d:\n got %s\nwant %s", tc.kind, tc.orderBy, i, g, w)
+					}
+				}
+			}
+			// Every right column (none named): more than the sink left room
+			// for, so the rows are copied, not glued in place.
+			rep := c.ok(wire.Request{ID: 4, Op: wire.OpJoin, Left: left, Right: &wire.Request{Backend: "db", Table: "jl_groups"},
+				On: []string{"group_code"}})
+			_, got := rowsOf(t, rep)
+			_, want := rowsOf(t, c.ok(wire.Request{ID: 5, Op: wire.OpQuery, Backend: "db", Columnar: true,
+				SQL: "SELECT u.*, g.code, g.name, g.rank_ FROM jl_users u LEFT JOIN jl_groups g ON g.code = u.group_code WHERE u.id BETWEEN 1 AND 300 ORDER BY u.id"}))
+			if g, w := fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want); g != w {
+				t.Fatalf("join on every right column:\n got %.300s\nwant %.300s", g, w)
+			}
+		})
+	}
 }

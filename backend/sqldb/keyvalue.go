@@ -272,8 +272,8 @@ func (kv *KeyValue) MultiGet(ctx context.Context, k tether.KeyRequest) (*tether.
 		return nil, err
 	}
 	for i, key := range k.Keys {
-		if err := checkKey(k.Table, t, key, fmt.Sprintf("key %d", i+1)); err != nil {
-			return nil, err
+		if len(key) != len(t.key) { // the message is formatted only for a wrong key
+			return nil, checkKey(k.Table, t, key, fmt.Sprintf("key %d", i+1))
 		}
 	}
 	out, sel, err := t.projection(k.Table, k.Columns, true)
@@ -337,10 +337,16 @@ func padKeys(keys [][]any) [][]any {
 		size *= 2
 	}
 	size = min(size, maxMultiGetChunk)
-	for len(keys) < size {
-		keys = append(keys[:len(keys):len(keys)], keys[len(keys)-1])
+	if len(keys) >= size {
+		return keys
 	}
-	return keys
+	// A copy, allocated once (the caller's keys are not appended to).
+	padded := make([][]any, size)
+	copy(padded, keys)
+	for i := len(keys); i < size; i++ {
+		padded[i] = keys[len(keys)-1]
+	}
+	return padded
 }
 
 // keyString is a key's identity for matching rows to requested keys: values
