@@ -4,10 +4,10 @@
 # builds side by side (--before REV: tetherd and the PHP clients of REV against the working tree's), rounds
 # interleaved. Output: bench/wpqueries/driver.php's table per build (run it alone for what it measures).
 #
-#   MARIADB_SOCKET=/path/mysqld.sock bash bench/wpqueries/run.sh [--before REV] [--rounds R] [--pages N] [--per-query]
+#   [MARIADB_SOCKET=/path/mysqld.sock] bash bench/wpqueries/run.sh [--before REV] [--rounds R] [--pages N] [--per-query]
 #
-# It needs a running MariaDB where root may log in over MARIADB_SOCKET without a password (a dev database:
-# `source /work/devdb/NAME/env.sh`); it creates the database wpq and the users wp_native and tetherd there (password =
+# It starts a throwaway MariaDB of its own under var/wpq/mariadb (scripts/lib/databases.sh), or uses the one at
+# MARIADB_SOCKET, where root must log in without a password (a dev database); it creates the database wpq and the users wp_native and tetherd there (password =
 # name), installs bench/apps's WordPress into it (bench/apps/setup-wordpress.php) unless there already, renders the
 # front page twice natively and keeps the second page's statements (capture.php), starts tetherd (pool 4) on a
 # socket under var/wpq/, and runs driver.php. Everything it writes is under var/wpq/; it stops what it started.
@@ -29,13 +29,24 @@ while (($#)); do
 	esac
 	shift
 done
-: "${MARIADB_SOCKET:?set MARIADB_SOCKET to a MariaDB root may reach without a password}"
 DIR=$ROOT/var/wpq
 mkdir -p "$DIR"
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+OWN_DB=
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [[ -n "$OWN_DB" ]]; then stop_mariadb; fi
+}
 trap cleanup EXIT
 log() { echo "==> $*" >&2; }
+if [[ -z "${MARIADB_SOCKET:-}" ]]; then
+	# No MariaDB given: a throwaway one of its own (scripts/lib/databases.sh), stopped on exit.
+	# shellcheck source=scripts/lib/databases.sh
+	source "$ROOT/scripts/lib/databases.sh"
+	clean_db_dir "$DIR/mariadb"
+	OWN_DB=1
+	start_mariadb "$DIR/mariadb"
+fi
 
 mariadb --no-defaults --socket="$MARIADB_SOCKET" -uroot --batch <<SQL
 CREATE DATABASE IF NOT EXISTS wpq;
