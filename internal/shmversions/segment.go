@@ -117,9 +117,15 @@ func (s *Segment) usedBy(backend string) slotSet {
 // Open creates (or reuses) the segment of the key file at keyPath, mode 0644
 // (readable by every user: it holds counters only), with slots slots, and
 // writes its header with a new generation. The key file is created if
-// missing. A segment of another size under the same key is removed and made
-// anew (readers attached to it keep their mapping, whose generation is then
-// never current again).
+// missing. A segment of another size under the same key, made by an earlier
+// tetherd, is removed and made anew (readers attached to it keep their
+// mapping, whose generation is then never current again).
+//
+// A segment under the key that is not tetherd's is refused, never written
+// or removed: one whose owner is another user or that others may write (its
+// versions could be held still, and PHP would serve stale entries), or one
+// without tetherd's magic and not new (an ftok key holds 24 bits of the
+// file's identity: another program's key may collide).
 func Open(keyPath string, slots int) (*Segment, error) {
 	if slots <= 0 {
 		slots = DefaultSlots
@@ -137,21 +143,18 @@ func Open(keyPath string, slots int) (*Segment, error) {
 	id, err := unix.SysvShmGet(key, size, unix.IPC_CREAT|0o644)
 	if err == nil {
 		var desc unix.SysvShmDesc
-		if _, err = unix.SysvShmCtl(id, unix.IPC_STAT, &desc); err == nil && int(desc.Segsz) != size {
-			err = unix.EINVAL
+		if _, err = unix.SysvShmCtl(id, unix.IPC_STAT, &desc); err == nil {
+			if err = checkOwner(key, &desc); err != nil {
+				return nil, err
+			}
+			if int(desc.Segsz) != size {
+				err = unix.EINVAL
+			}
 		}
 	}
 	if errors.Is(err, unix.EINVAL) { // there, of another size
-		if old, gerr := unix.SysvShmGet(key, 0, 0); gerr == nil {
-			// Closed first: a reader still attached to it must see
-			// generation 0, not versions that stop moving.
-			if m, aerr := unix.SysvShmAttach(old, 0, 0); aerr == nil {
-				if len(m) >= HeaderBytes {
-					atomic.StoreUint64((*uint64)(unsafe.Pointer(&m[OffGeneration])), 0)
-				}
-				unix.SysvShmDetach(m)
-			}
-			unix.SysvShmCtl(old, unix.IPC_RMID, nil)
+		if err := removeOld(key); err != nil {
+			return nil, err
 		}
 		id, err = unix.SysvShmGet(key, size, unix.IPC_CREAT|unix.IPC_EXCL|0o644)
 	}
@@ -161,6 +164,10 @@ func Open(keyPath string, slots int) (*Segment, error) {
 	mem, err := unix.SysvShmAttach(id, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("attach shared memory segment 0x%08x: %w", key, err)
+	}
+	if !ours(mem) {
+		unix.SysvShmDetach(mem)
+		return nil, fmt.Errorf("shared memory segment 0x%08x holds something else than tetherd's versions (another program's key?): not used", key)
 	}
 	s := &Segment{id: id, key: key, mem: mem, slots: uint32(slots)}
 	// A generation no earlier tetherd used on this host: the clock's
@@ -176,6 +183,63 @@ func Open(keyPath string, slots int) (*Segment, error) {
 	s.Beat(time.Now())
 	atomic.StoreUint64(s.word(OffGeneration), s.gen)
 	return s, nil
+}
+
+// checkOwner refuses a segment that another user owns or that others than
+// its owner may write.
+func checkOwner(key int, desc *unix.SysvShmDesc) error {
+	if int(desc.Perm.Uid) != os.Geteuid() || desc.Perm.Mode&0o022 != 0 {
+		return fmt.Errorf("shared memory segment 0x%08x belongs to uid %d with mode %o: not this tetherd's (uid %d, mode 0644 at most); remove it (ipcrm -M 0x%08x) if it is a stale one",
+			key, desc.Perm.Uid, desc.Perm.Mode&0o777, os.Geteuid(), key)
+	}
+	return nil
+}
+
+// ours reports whether mem holds tetherd's magic, or nothing yet (a segment
+// just made is zeroed).
+func ours(mem []byte) bool {
+	if len(mem) < HeaderBytes {
+		return false
+	}
+	if string(mem[:len(Magic)]) == Magic {
+		return true
+	}
+	for _, b := range mem[:HeaderBytes] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// removeOld closes and removes the segment under key, of another size than
+// wanted, when it is an earlier tetherd's.
+func removeOld(key int) error {
+	old, err := unix.SysvShmGet(key, 0, 0)
+	if err != nil {
+		return nil // gone meanwhile
+	}
+	var desc unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(old, unix.IPC_STAT, &desc); err != nil {
+		return fmt.Errorf("stat shared memory segment 0x%08x: %w", key, err)
+	}
+	if err := checkOwner(key, &desc); err != nil {
+		return err
+	}
+	m, err := unix.SysvShmAttach(old, 0, 0)
+	if err != nil {
+		return fmt.Errorf("attach shared memory segment 0x%08x: %w", key, err)
+	}
+	if !ours(m) {
+		unix.SysvShmDetach(m)
+		return fmt.Errorf("shared memory segment 0x%08x holds something else than tetherd's versions (another program's key?): not removed, not used", key)
+	}
+	// Closed first: a reader still attached to it must see generation 0,
+	// not versions that stop moving.
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&m[OffGeneration])), 0)
+	unix.SysvShmDetach(m)
+	unix.SysvShmCtl(old, unix.IPC_RMID, nil)
+	return nil
 }
 
 // word returns the 8-byte word at off.
@@ -255,16 +319,17 @@ func (s *Segment) Beat(now time.Time) {
 }
 
 // Close marks the segment closed (generation 0, unless another tetherd has
-// opened it since, as the new process of a binary upgrade does) and detaches
-// it. The segment itself stays, for the next tetherd.
+// opened it since, as the new process of a binary upgrade does). It stays
+// attached until the process exits: a publisher that loaded the Segment
+// before it was closed (a write answered late in a shutdown, a timer) may
+// still bump a slot, which must not land in memory unmapped or mapped anew
+// meanwhile; a bump after Close is harmless, generation 0 voids every
+// version. The segment itself stays, for the next tetherd.
 func (s *Segment) Close() error {
 	if !s.done.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
 	atomic.CompareAndSwapUint64(s.word(OffGeneration), s.gen, 0)
-	if err := unix.SysvShmDetach(s.mem); err != nil {
-		return fmt.Errorf("detach shared memory segment: %w", err)
-	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package shmversions_test
 
 import (
 	"encoding/binary"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -132,5 +133,94 @@ func TestKey_MatchesPHP(t *testing.T) {
 	want, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	if s.ShmKey() != want {
 		t.Errorf("Key %d, PHP's ftok %d", s.ShmKey(), want)
+	}
+}
+
+// foreign makes a segment under keyPath's key as another program might:
+// size bytes, mode, the first bytes fill (nil: zeroed).
+func foreign(t *testing.T, keyPath string, size int, mode int, fill []byte) int {
+	t.Helper()
+	if err := os.WriteFile(keyPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key, err := shmversions.Key(keyPath, shmversions.Proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := unix.SysvShmGet(key, size, unix.IPC_CREAT|unix.IPC_EXCL|mode)
+	if err != nil {
+		t.Fatalf("shmget: %v", err)
+	}
+	t.Cleanup(func() { unix.SysvShmCtl(id, unix.IPC_RMID, nil) })
+	if fill != nil {
+		mem, err := unix.SysvShmAttach(id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(mem, fill)
+		unix.SysvShmDetach(mem)
+	}
+	return id
+}
+
+// TestSegment_RefusesForeign: a segment under the key that is not an
+// earlier tetherd's is neither used, written nor removed: another
+// program's (no magic, of another size or the same), or one others may
+// write (its versions could be held still).
+func TestSegment_RefusesForeign(t *testing.T) {
+	size := shmversions.HeaderBytes + 8*16
+	for _, c := range []struct {
+		name string
+		size int
+		mode int
+		fill []byte
+	}{
+		{"OtherSizeOtherData", 4096, 0o644, []byte("not ours, keep it")},
+		{"SameSizeOtherData", size, 0o644, []byte("not ours, keep it")},
+		{"WritableByOthers", size, 0o666, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			keyPath := filepath.Join(t.TempDir(), "v")
+			id := foreign(t, keyPath, c.size, c.mode, c.fill)
+			if s, err := shmversions.Open(keyPath, 16); err == nil {
+				s.Close()
+				t.Fatal("Open used a segment that is not tetherd's")
+			} else {
+				t.Logf("refused: %v", err)
+			}
+			var desc unix.SysvShmDesc
+			if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &desc); err != nil {
+				t.Fatalf("the foreign segment is gone: %v", err)
+			}
+			if c.fill != nil {
+				mem, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.SysvShmDetach(mem)
+				if string(mem[:len(c.fill)]) != string(c.fill) {
+					t.Errorf("the foreign segment was written: %q", mem[:len(c.fill)])
+				}
+			}
+		})
+	}
+}
+
+// TestSegment_BumpAfterClose: a publisher that loaded the Segment before
+// Close may still bump; it must land in the segment (still attached), not
+// in memory unmapped meanwhile, and leave it closed.
+func TestSegment_BumpAfterClose(t *testing.T) {
+	keyPath := filepath.Join(t.TempDir(), "v")
+	s, err := shmversions.Open(keyPath, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Remove() })
+	mem := reader(t, keyPath)
+	s.Close()
+	s.DropTables("db", []string{"posts"})
+	s.DropBackend("db")
+	if g := u64(mem, shmversions.OffGeneration); g != 0 {
+		t.Errorf("generation %d after Close and bumps, want 0", g)
 	}
 }
