@@ -228,6 +228,12 @@ func (c *Conn[E, P]) readTLS() bool {
 			if c.ts.pending() {
 				c.flushTLS() // an alert or a key update answered while reading
 			}
+			if n > 0 {
+				// Plaintext came with the would-block (a partial record read
+				// after it): parse it now, or a close_notify completing that
+				// record next would fail the connection before it is.
+				return true
+			}
 			c.settle()
 			return false
 		}
