@@ -138,7 +138,8 @@ final class LocalCache
                 return false;
             }
         }
-        $value = \unserialize(\substr($e, $at));
+        // APCu is shared by every pool of a php-fpm master: only the result classes the client stores are made.
+        $value = \unserialize(\substr($e, $at), ['allowed_classes' => [\Tether\NumericResult::class, \Tether\ColumnarResult::class]]);
         ++self::$counts['hits'];
 
         return true;
@@ -185,7 +186,8 @@ final class LocalCache
         }
         $entry = \pack('J', (int) $expiresMs) . $epoch . \chr(\count($slots));
         foreach ($slots as $i => $slot) {
-            if (!\is_int($slot) || $slot < 0 || $slot >= $this->slots || !\is_int($values[$i] ?? null)) {
+            // A slot's number is kept in two bytes (pack 'v'): one past them would compare another slot's version.
+            if (!\is_int($slot) || $slot < 0 || $slot >= $this->slots || $slot > 0xFFFF || !\is_int($values[$i] ?? null)) {
                 return;
             }
             $entry .= \pack('vP', $slot, $values[$i]);

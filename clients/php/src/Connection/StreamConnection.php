@@ -526,6 +526,11 @@ class StreamConnection
 
             return;
         }
+        // A fresh socket: settings identities saved for an earlier one of this worker (resumeProfiles()) are not its
+        // session's, even should its position come to match theirs.
+        if ($this->persistent && \function_exists('apcu_delete')) {
+            \apcu_delete($this->sessionKey());
+        }
         if ($this->tcp && $this->token !== null) {
             $this->hello($maxFrameBytes);
         }
