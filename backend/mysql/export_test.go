@@ -1,6 +1,9 @@
 package mysql
 
-import "context"
+import (
+	"context"
+	"crypto/x509"
+)
 
 // SetStaleHook makes the execute of every statement for which fn returns true
 // answer ER_NEED_REPREPARE (the statement does not run), until restore is
@@ -28,3 +31,7 @@ func DialOnce(ctx context.Context, b *Backend) (withTLS, resumed bool, err error
 
 // NoResume turns TLS session resumption off for b's connections.
 func NoResume(b *Backend) { b.d.tls.ClientSessionCache = nil }
+
+// RootCAs returns the CAs b's connections verify the server's certificate
+// against (nil: the system's).
+func RootCAs(b *Backend) *x509.CertPool { return b.d.tls.RootCAs }

@@ -147,7 +147,8 @@ func cutParams(dsn string, names ...string) (string, map[string]string, error) {
 //	tls=skip-verify  encrypt, verify nothing
 //	tls=preferred    encrypt, verify nothing, if the server offers TLS
 //	tls=false        no TLS (the default)
-//	tls-ca=path      a PEM file of CA certificates trusted besides the system's
+//	tls-ca=path      a PEM file of the CA certificates trusted, instead of the
+//	                 system's (as mysql --ssl-ca and libpq's sslrootcert)
 //	tls-server-name  the name verified, when not the address's host
 //
 // Connections share a session cache, so that a reconnect resumes a TLS
@@ -175,10 +176,9 @@ func tlsConfig(mc *gosql.Config, own map[string]string) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tls-ca: %w", err)
 		}
-		roots, err := x509.SystemCertPool()
-		if err != nil {
-			roots = x509.NewCertPool()
-		}
+		// Only the CA given: with the system's roots too, any certificate a
+		// public CA issued for the host's name would pass.
+		roots := x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("tls-ca %s: no PEM certificate in it", ca)
 		}

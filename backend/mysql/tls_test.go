@@ -2,10 +2,12 @@ package mysql_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -377,5 +379,29 @@ func TestTLS_Modes(t *testing.T) {
 	r, err := b.Query(ctx, tether.Statement{SQL: "SHOW SESSION STATUS LIKE 'Ssl_version'"})
 	if err != nil || len(r.Rows) != 1 || fmt.Sprint(r.Rows[0][1]) != "" {
 		t.Fatalf("tls=preferred without TLS offered: Ssl_version %v, %v; want in clear", r, err)
+	}
+}
+
+// TestTLS_CAReplacesSystemRoots: tls-ca is the only CA trusted, as mysql
+// --ssl-ca and libpq's sslrootcert: with the system's roots too, any
+// certificate a public CA issued for the host's name would pass.
+func TestTLS_CAReplacesSystemRoots(t *testing.T) {
+	_, own, err := mysql.CutParams(tlsDSN(t), "tls-ca")
+	if err != nil || own["tls-ca"] == "" {
+		t.Fatalf("the TLS DSN names no tls-ca: %v", err)
+	}
+	ca := own["tls-ca"]
+	b, err := mysql.New(tether.DefaultBackendConfig("mysql", "u:p@tcp(127.0.0.1:3306)/db?tls=true&tls-ca="+ca))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := x509.NewCertPool()
+	want.AppendCertsFromPEM(pem)
+	if got := mysql.RootCAs(b); got == nil || !got.Equal(want) {
+		t.Error("the pool trusts more (or other) CAs than tls-ca's")
 	}
 }
