@@ -128,6 +128,7 @@ func (d *echoDriver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
 		if rw, flush, err = tlsPair(ctx, c, fds, d.burst); err != nil {
 			return nil, err
 		}
+		syscall.Close(fds[0]) // the client works on its own duplicate (AdoptTLS)
 	} else {
 		c.Adopt(fds[0])
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -60,9 +61,16 @@ func testCert(t testing.TB) (tls.Certificate, *x509.CertPool) {
 // (burst: once the handshake is done, they are held until it is called).
 func tlsPair(ctx context.Context, c *echoConn, fds [2]int, burst bool) (io.ReadWriter, func(), error) {
 	crt, pool := testCert(nil)
+	// A net.Conn on a duplicate of fd: fd itself stays open (the test's peer
+	// writes to fds[1]; closing it let the client's fd, taken later, reuse
+	// its number, and the test's garbage went to the client's own socket).
 	conn := func(fd int) (net.Conn, error) {
-		f := os.NewFile(uintptr(fd), "socket")
-		nc, err := net.FileConn(f) // a duplicate of fd
+		dup, err := syscall.Dup(fd)
+		if err != nil {
+			return nil, err
+		}
+		f := os.NewFile(uintptr(dup), "socket")
+		nc, err := net.FileConn(f) // a duplicate of dup
 		f.Close()
 		return nc, err
 	}
