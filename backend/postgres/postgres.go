@@ -145,6 +145,15 @@ func (d *driver) Dial(ctx context.Context) (sqlpool.ServerConn, error) {
 	if err != nil {
 		return nil, d.classify(err)
 	}
+	// pgconn starts a background reader when a write of the startup is slow
+	// (a loaded host): still blocked in a read of the socket, it would take
+	// what the loop should read, or fail the shared tls.Conn for good ("use
+	// of closed network connection", seen under CI load). SyncConn waits for
+	// it to stop and drains what it read, as pgconn asks before a Hijack.
+	if err := pc.SyncConn(ctx); err != nil {
+		pc.Close(ctx)
+		return nil, d.classify(err)
+	}
 	hj, err := pc.Hijack()
 	if err != nil {
 		pc.Close(ctx)
