@@ -13,8 +13,13 @@ declare(strict_types=1);
  *   db      mariadb | postgres: where the row's connections are counted and whose CPU is the database host's
  *   user    the row's database user (a key of config.php's users): its connections are the row's conns
  *
+ * rates: per group, the fixed rate (req/s) at which every row's p50 and p99 are measured: about a third of the
+ * slowest row's saturated req/s at 0.5 ms (docs/benchmarks.md, 2026-11-27), so that no row of the group queues
+ * (at 0.1 ms every row is faster still).
+ *
  * targets: issue 20's, each a ratio of one row to another in the same phase: metric rps (req/s, web host
- * saturated), p50 (at -c 10) or db_cpu (database host CPU per page at -c 10); op and want what is asked.
+ * saturated), p50 (at the group's fixed rate) or db_cpu (database host CPU per page at -c 10); op and want what is
+ * asked.
  */
 
 $my = static fn (int $n): array => [
@@ -39,6 +44,7 @@ return [
         'wp' => 'WordPress 6.1 front page (bench/apps)',
         'lv' => 'Laravel page, 20 posts with their authors (bench/apps)',
     ],
+    'rates' => ['mysql-n1' => 100, 'mysql-n20' => 40, 'pg-n1' => 20, 'pg-n20' => 15, 'wp' => 4, 'lv' => 35],
     'rows' => [
         ...$my(1),
         ...$my(20),

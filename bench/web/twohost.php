@@ -12,8 +12,10 @@ declare(strict_types=1);
  * phase, per row of twohost-rows.php: checks the page's body (bench/web's pages against bench_kv read here over the
  * Unix socket, the WordPress front page's 10 newest posts, the Laravel page against one SQL join), warms it up
  * through every worker, then two ab runs: -c WORKERS (php-fpm's workers all busy: the web host's CPU saturated, or
- * the row bound by something else, which the web host's busy share says) for req/s, and -c 10 for p50, p99 and the
- * CPU per page. CPU: utime+stime of the web host's processes (nginx, php-fpm and its workers, tetherd, pgbouncer)
+ * the row bound by something else, which the web host's busy share says) for req/s, and -c 10 for the CPU per page;
+ * then vegeta at the group's fixed rate (twohost-rows.php's rates, below every row's saturation) for p50 and p99. A
+ * closed loop such as ab -c 10 on a row that saturates a host measures its queue (Little's law: p50 ~ 10 / req/s),
+ * not the page's latency; an open loop at a fixed rate below saturation measures the page. CPU: utime+stime of the web host's processes (nginx, php-fpm and its workers, tetherd, pgbouncer)
  * and of the database host's (mariadbd, postgres and its backends) from /proc/PID/stat, apart; the relays' apart
  * too. Connections: the row's database user's, counted on the server every 50 ms during both runs (peak). Any
  * failed or non-2xx request, or a wrong page, fails the phase.
@@ -122,16 +124,16 @@ function cpu(): array
     ];
 }
 
-/** run_ab runs ab -n N -c C on $url, calling $sample every 50 ms meanwhile; returns ab's figures. */
-function run_ab(string $url, int $n, int $c, ?callable $sample = null): array
+/** run_sampled runs $cmd to its end, calling $sample every 50 ms meanwhile; returns its exit code, stdout, stderr. */
+function run_sampled(array $cmd, ?callable $sample = null): array
 {
-    $csv = tempnam(sys_get_temp_dir(), 'tether-twohost-ab.');
-    $p = proc_open(['ab', '-q', '-n', (string) $n, '-c', (string) $c, '-s', '60', '-e', $csv, $url],
-        [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes) ?: fail('cannot start ab');
+    $p = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes)
+        ?: fail("cannot start {$cmd[0]}");
     stream_set_blocking($pipes[1], false);
     stream_set_blocking($pipes[2], false);
     $out = $err = '';
-    while (proc_get_status($p)['running']) {
+    // The exit code comes from the proc_get_status that saw the end: proc_close answers -1 once that has reaped it.
+    while (($st = proc_get_status($p))['running']) {
         $out .= stream_get_contents($pipes[1]);
         $err .= stream_get_contents($pipes[2]);
         if ($sample !== null) {
@@ -143,7 +145,15 @@ function run_ab(string $url, int $n, int $c, ?callable $sample = null): array
     stream_set_blocking($pipes[2], true);
     $out .= stream_get_contents($pipes[1]);
     $err .= stream_get_contents($pipes[2]);
-    $rc = proc_close($p);
+    proc_close($p);
+    return [$st['exitcode'], $out, $err];
+}
+
+/** run_ab runs ab -n N -c C on $url, calling $sample every 50 ms meanwhile; returns ab's figures. */
+function run_ab(string $url, int $n, int $c, ?callable $sample = null): array
+{
+    $csv = tempnam(sys_get_temp_dir(), 'tether-twohost-ab.');
+    [$rc, $out, $err] = run_sampled(['ab', '-q', '-n', (string) $n, '-c', (string) $c, '-s', '60', '-e', $csv, $url], $sample);
     $get = static fn (string $re): ?string => preg_match($re, $out, $m) ? $m[1] : null;
     $pct = [];
     foreach (file($csv, FILE_IGNORE_NEW_LINES) ?: [] as $line) {
@@ -168,6 +178,37 @@ function run_ab(string $url, int $n, int $c, ?callable $sample = null): array
         fail("ab -n $n -c $c $url: {$r['complete']} complete, {$r['failed']} failed, {$r['non2xx']} non-2xx\n$out\n$err");
     }
     return $r;
+}
+
+/**
+ * run_rate sends $n requests to $url at $rate a second, each on a new connection (as ab without -k), with vegeta: an
+ * open loop, so a slow answer does not delay the next request and latency is timed from when each was due. Calls
+ * $sample every 50 ms meanwhile; returns the latencies (ms) and counts. Fails on any error or non-200 answer.
+ */
+function run_rate(string $url, float $rate, int $n, ?callable $sample = null): array
+{
+    $vegeta = dirname(__DIR__, 2) . '/bin/vegeta';
+    $targets = tempnam(sys_get_temp_dir(), 'tether-twohost-targets.');
+    $bin = tempnam(sys_get_temp_dir(), 'tether-twohost-vegeta.');
+    file_put_contents($targets, "GET $url\n");
+    $duration = sprintf('%dms', (int) ceil($n / $rate * 1000));
+    [$rc, $out, $err] = run_sampled([$vegeta, 'attack', '-targets', $targets, '-rate', sprintf('%d/1s', (int) round($rate)),
+        '-duration', $duration, '-keepalive=false', '-timeout', '60s', '-output', $bin], $sample);
+    unlink($targets);
+    if ($rc !== 0) {
+        unlink($bin);
+        fail("vegeta attack $url at $rate/s failed, exit $rc:\n$out\n$err");
+    }
+    $json = (string) shell_exec(escapeshellarg($vegeta) . ' report -type=json ' . escapeshellarg($bin));
+    unlink($bin);
+    $r = json_decode($json, true) ?: fail("vegeta report: $json");
+    $codes = $r['status_codes'] ?? [];
+    if (($codes['200'] ?? 0) !== $r['requests'] || ($r['errors'] ?? []) !== []) {
+        fail("vegeta $url at $rate/s: " . json_encode(['status_codes' => $codes, 'errors' => $r['errors'] ?? []]));
+    }
+    return ['rate' => $rate, 'n' => $r['requests'], 'p50_ms' => $r['latencies']['50th'] / 1e6,
+        'p99_ms' => $r['latencies']['99th'] / 1e6, 'mean_ms' => $r['latencies']['mean'] / 1e6,
+        'achieved_rate' => $r['rate']];
 }
 
 function http_get(string $url): array
@@ -313,18 +354,21 @@ function phase(array $argv): int
         $c1 = cpu();
         $mod = run_ab($page, $n($warm['rps'] * 0.7, MODERATE_C), MODERATE_C, $sample);
         $c2 = cpu();
+        $rate = (float) ($spec['rates'][$row['group']] ?? fail("twohost-rows.php: no rate for group {$row['group']}"));
+        $lat = run_rate($page, $rate, $quick ? max(10, (int) $rate) : max(60, (int) ($rate * $seconds)), $sample);
         $per = static fn (string $who): float => ($c2[$who] - $c1[$who]) / $clk * 1e6 / $mod['n'];
         $wall = ($c1['t'] - $c0['t']) / 1e9;
         $results[$row['key']] = [
-            'sat' => $sat, 'mod' => $mod, 'peak_conns' => $peak, 'user' => $user,
+            'sat' => $sat, 'mod' => $mod, 'lat' => $lat, 'peak_conns' => $peak, 'user' => $user,
             'cpu_us' => ['web' => $per('web'), 'tetherd' => $per('tetherd'), 'db' => $per('db'), 'relay' => $per('relay')],
             'web_busy' => ($c1['web'] - $c0['web']) / $clk / $wall,
             // The database host's processes and the relays (which share its CPU): when this nears 100% the database
             // host, not the web host, bounds the saturated req/s.
             'db_busy' => ($c1['db'] + $c1['relay'] - $c0['db'] - $c0['relay']) / $clk / $wall,
         ];
-        progress(sprintf('%-28s sat %7.1f req/s (web host %3.0f%% busy, db host %3.0f%%)  c10 p50 %7.2f ms p99 %7.2f ms  CPU/page web %6.0f us db %5.0f us  conns %d',
-            $row['key'], $sat['rps'], 100 * $results[$row['key']]['web_busy'], 100 * $results[$row['key']]['db_busy'], $mod['p50_ms'], $mod['p99_ms'], $per('web'), $per('db'), $peak));
+        progress(sprintf('%-28s sat %7.1f req/s (web host %3.0f%% busy, db host %3.0f%%)  at %d/s p50 %7.2f ms p99 %7.2f ms  c10 p50 %7.2f ms  CPU/page web %6.0f us db %5.0f us  conns %d',
+            $row['key'], $sat['rps'], 100 * $results[$row['key']]['web_busy'], 100 * $results[$row['key']]['db_busy'], $rate,
+            $lat['p50_ms'], $lat['p99_ms'], $mod['p50_ms'], $per('web'), $per('db'), $peak));
     }
     file_put_contents($outFile, json_encode(['delay' => $delay, 'rtt' => $rtt, 'quick' => $quick, 'workers' => $workers,
         'tether_tls' => env('TETHER_TLS') === '1', 'results' => $results], JSON_PRETTY_PRINT));
@@ -365,7 +409,11 @@ function report(array $files): int
         . ' the database host, or other work on the machine) and the database host\'s (databases and relays); a req/s marked'
         . ' "(db host)" was bound by the database host (>= 90% busy), "(neither CPU)" by round trips, a pool or other work'
         . ' on the machine, unmarked by the web host (>= 90% busy);'
-        . ' **p50 / p99**: ab -c 10; **CPU/page**: utime+stime per page at -c 10 from /proc/PID/stat of the web host\'s'
+        . ' **p50 / p99**: the page\'s latency at the group\'s fixed rate (in its heading; about a third of the slowest row\'s'
+        . ' saturated req/s, so no row queues), an open loop (vegeta, a new connection per request, timed from when each'
+        . ' request was due); **c10 p50**: ab -c 10, a closed loop, which on a row that saturates a host measures its queue'
+        . ' (p50 ~ 10 / req/s) more than the page;'
+        . ' **CPU/page**: utime+stime per page at -c 10 from /proc/PID/stat of the web host\'s'
         . ' processes (nginx, php-fpm, tetherd, pgbouncer; tetherd\'s share apart) and of the database host\'s (mariadbd,'
         . ' postgres), per process rather than per CPU because other work may share the machine; the relays\' CPU apart;'
         . ' **conns**: the row\'s database user\'s connections at peak, counted on the server every 50 ms.';
@@ -378,8 +426,8 @@ function report(array $files): int
             $ph['rtt']['relay']['n'], $ph['rtt']['relay']['p50_us'], $ph['rtt']['relay']['p99_us'], $ph['rtt']['direct']['p50_us'],
             $ph['rtt']['direct']['p99_us'], $ph['rtt']['relay']['p50_us'] - $ph['rtt']['direct']['p50_us']);
         $o[] = '';
-        $o[] = '| row | sat req/s | web host busy | db host busy | p50 ms | p99 ms | web CPU/page us | of it tetherd | DB CPU/page us | relay CPU/page us | conns |';
-        $o[] = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+        $o[] = '| row | sat req/s | web host busy | db host busy | p50 ms | p99 ms | c10 p50 ms | web CPU/page us | of it tetherd | DB CPU/page us | relay CPU/page us | conns |';
+        $o[] = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
         $group = null;
         foreach ($spec['rows'] as $row) {
             $r = $ph['results'][$row['key']] ?? null;
@@ -388,13 +436,13 @@ function report(array $files): int
             }
             if ($row['group'] !== $group) {
                 $group = $row['group'];
-                $o[] = '| **' . $spec['groups'][$group] . '** | | | | | | | | | | |';
+                $o[] = '| **' . $spec['groups'][$group] . '** (p50 / p99 at ' . $spec['rates'][$group] . ' req/s) | | | | | | | | | | | |';
             }
             $label = $row['label'] . ((!$ph['tether_tls'] && $row['role'] === 'tether') ? ' (no TLS)' : '');
             $bound = $r['web_busy'] >= 0.9 ? '' : (($r['db_busy'] ?? 0) >= 0.9 ? ' (db host)' : ' (neither CPU)');
-            $o[] = sprintf('| %s | %s%s | %s%% | %s%% | %s | %s | %s | %s | %s | %s | %d |', $label, fmt($r['sat']['rps']), $bound, fmt(100 * $r['web_busy'], 0),
+            $o[] = sprintf('| %s | %s%s | %s%% | %s%% | %s | %s | %s | %s | %s | %s | %s | %d |', $label, fmt($r['sat']['rps']), $bound, fmt(100 * $r['web_busy'], 0),
                 fmt(100 * ($r['db_busy'] ?? 0), 0),
-                fmt($r['mod']['p50_ms'], 2), fmt($r['mod']['p99_ms'], 2), fmt($r['cpu_us']['web'], 0),
+                fmt($r['lat']['p50_ms'], 2), fmt($r['lat']['p99_ms'], 2), fmt($r['mod']['p50_ms'], 2), fmt($r['cpu_us']['web'], 0),
                 $row['role'] === 'tether' ? fmt($r['cpu_us']['tetherd'], 0) : '-', fmt($r['cpu_us']['db'], 0), fmt($r['cpu_us']['relay'], 0), $r['peak_conns']);
         }
         $o[] = '';
@@ -410,7 +458,7 @@ function report(array $files): int
             }
             $val = match ($t['metric']) {
                 'rps' => $a['sat']['rps'] / $b['sat']['rps'],
-                'p50' => $a['mod']['p50_ms'] / $b['mod']['p50_ms'],
+                'p50' => $a['lat']['p50_ms'] / $b['lat']['p50_ms'],
                 'db_cpu' => $b['cpu_us']['db'] > 0 ? $a['cpu_us']['db'] / $b['cpu_us']['db'] : null,
             };
             $met = $val !== null && ($t['op'] === '>=' ? $val >= $t['want'] : $val <= $t['want']);

@@ -8,12 +8,13 @@
 #   bash bench/web/twohost.sh [--quick] [--write] [--delays 100us,500us] [-- twohost.php options]
 #   bash bench/web/run.sh --two-host [...]          # the same
 #
-# Per row: req/s with the web host's CPU saturated (ab -c = php-fpm's workers), page p50 and p99 at -c 10 (below
-# saturation), CPU per page on the web host and on the database host apart (utime+stime of their processes from
-# /proc/PID/stat: the machine may be shared, so per-CPU /proc/stat would count strangers' work), the relays' CPU on
-# its own line, and the backend connections each row's database user held (counted on the servers). Then the
-# round trip the relays really give (measured from CPU 1 through the relay and directly, over TLS), each relay's
-# -measure report and exit line, and issue 20's targets as met / not met.
+# Per row: req/s with the web host's CPU saturated (ab -c = php-fpm's workers), page p50 and p99 at a fixed rate
+# below every row's saturation (vegeta, installed into bin/ with go install), CPU per page on the web host and on
+# the database host apart (utime+stime of their processes from /proc/PID/stat: the machine may be shared, so
+# per-CPU /proc/stat would count strangers' work), the relays' CPU on its own line, and the backend connections
+# each row's database user held (counted on the servers). Then the round trip the relays really give (measured
+# from CPU 1 through the relay and directly, over TLS), each relay's -measure report and exit line, and issue 20's
+# targets as met / not met.
 #
 #   --quick / BENCH_QUICK=1   one delay (0.5 ms), 100 requests per run: proves every page answers right over this
 #                             path and the command works (make test); fails on any wrong page or failed request
@@ -41,6 +42,7 @@ source "$ROOT/scripts/lib/databases.sh"
 source "$ROOT/bench/lib/bench.sh"
 
 DELAYS=100us,500us
+VEGETA_VERSION=v12.13.0
 delays_given=0
 args=()
 while (($#)); do
@@ -125,6 +127,15 @@ for try in 1 2 3 4; do
 	sleep 20
 done
 go build -o bin/relay ./bench/relay
+# vegeta, a well-kept constant-rate HTTP load generator, measures each page's latency at a fixed rate below
+# saturation (twohost.php): ab holds a concurrency, and on a row that saturates a host that measures the queue.
+log "two-host bench: installing vegeta $VEGETA_VERSION into bin/"
+for try in 1 2 3 4; do
+	GOBIN=$ROOT/bin go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION" && break
+	((try < 4)) || die "go install vegeta failed"
+	warn "go install vegeta failed (try $try); trying again in 20 s"
+	sleep 20
+done
 
 # pin CPU PID... sets the CPU affinity of each PID, all its threads and its descendants (taskset -a -p).
 pin() {
@@ -365,7 +376,7 @@ EOF
 
 	log "two-host bench: $delay each way: running bench/web/twohost.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
 	rc=0
-	# The driver and ab run on the database host's CPU: the web host's CPU is then the web host's alone, and the
+	# The driver, ab and vegeta run on the database host's CPU: the web host's CPU is then the web host's alone, and the
 	# per-process CPU figures leave ab out either way.
 	TWOHOST_CONFIG=$WWW/config.php TETHERD_PID=$TETHERD_PID PGBOUNCER_PID=$PGBOUNCER_PID MARIADB_PID=$MARIADB_PID \
 		PG_PID=$PG_PID RELAY_PIDS="$RELAY_MY_PID $RELAY_PG_PID" WEB_PIDS="$NGINX_PID $FPM_PID" WEB_CPU=$WEB_CPU \
@@ -400,7 +411,7 @@ BENCH_TWOHOST_LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
 BENCH_TWOHOST_MARIADB_VERSION=$(mariadb_version)
 BENCH_TWOHOST_PG_VERSION=$(postgres_version)
 export BENCH_TWOHOST_LOAD_AFTER BENCH_TWOHOST_MARIADB_VERSION BENCH_TWOHOST_PG_VERSION
-export BENCH_TWOHOST_SETUP="database host: CPU $DB_CPU (mariadbd, postgres, and ab with the driver); relays: CPU $RELAY_CPU; web host: CPU $WEB_CPU (nginx, php-fpm pm = static $FPM_CHILDREN workers, tetherd, pgbouncer); pinned with taskset"
+export BENCH_TWOHOST_SETUP="database host: CPU $DB_CPU (mariadbd, postgres, and ab and vegeta with the driver); relays: CPU $RELAY_CPU; web host: CPU $WEB_CPU (nginx, php-fpm pm = static $FPM_CHILDREN workers, tetherd, pgbouncer); pinned with taskset"
 export BENCH_TWOHOST_POOL=$POOL BENCH_TWOHOST_TETHER_TLS=$TETHER_TLS BENCH_TWOHOST_RESULTS=$TH/results
 stop_all
 php bench/web/twohost.php report "${phase_files[@]}" >"$TH/results/section.md"
