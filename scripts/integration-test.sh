@@ -73,7 +73,8 @@ trap 'integration_stop || true' EXIT
 integration_start "$name"
 log_file=$TETHER_IT_DIR/phpunit.log
 rc=0
-phpunit -c "$pkg/phpunit.xml.dist" --do-not-cache-result --fail-on-skipped --fail-on-incomplete --fail-on-risky "$@" \
+# APCu in the CLI for the local-cache tests (the Client option local_cache), as scripts/test.sh runs clients/php's.
+php -d apc.enable_cli=1 "$(command -v phpunit)" -c "$pkg/phpunit.xml.dist" --do-not-cache-result --fail-on-skipped --fail-on-incomplete --fail-on-risky "$@" \
 	2>&1 | tee "$log_file" || rc=$?
 if grep -qE 'OK, but incomplete, skipped, or risky tests!|No tests executed!|(Skipped|Incomplete|Risky): [1-9]' "$log_file"; then
 	die "php-$name: phpunit reported skipped, incomplete or risky tests, or none at all"

@@ -58,6 +58,9 @@ default_backend = "mysql"
 level = "info"
 format = "text"
 
+[cache]
+local = true                # table versions for the PHP client's local_cache (the integrations' local-cache tests)
+
 [backends.mysql]
 type = "mysql"
 dsn = "tether:tether@unix($MARIADB_SOCKET)/$db"

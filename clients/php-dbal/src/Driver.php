@@ -28,6 +28,10 @@ use Tether\Server\ServerException;
  * - tether_pg_lastval (bool, default true): PostgreSQL, see Connection::lastInsertId();
  * - tether_cache_ttl (milliseconds, default 0: off): queries outside a transaction may be answered from tetherd's
  *   shared result cache for that long (ResultCache::with() sets it for a callback instead);
+ * - tether_local_cache (bool, default false): keep the reads tether_cache_ttl or ResultCache::with() marks cacheable
+ *   in the PHP workers' shared memory too (APCu, the Tether client's local_cache; tetherd needs [cache] local =
+ *   true), and serve a repeated one inside the worker, without a call to tetherd, while tetherd's table versions
+ *   say it is fresh;
  * - tether_sql_datetimes (bool, default true): DATETIME/TIMESTAMP values as PDO returns them ("2024-02-29
  *   23:59:59"; tetherd's time_format "sql"), or, false, in ISO 8601 ("2024-02-29T23:59:59");
  * - persistent (bool, default false): share the PHP worker's persistent socket to tetherd; then every DBAL
@@ -45,7 +49,7 @@ use Tether\Server\ServerException;
 final class Driver implements Compat\VersionAwareDriver
 {
     /** The parameters this driver reads, top level or in driverOptions. */
-    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes', 'tether_cache_ttl'];
+    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes', 'tether_cache_ttl', 'tether_local_cache'];
     /** PDO::MYSQL_ATTR_INIT_COMMAND, without requiring pdo_mysql. */
     private const MYSQL_ATTR_INIT_COMMAND = 1002;
 
@@ -77,6 +81,7 @@ final class Driver implements Compat\VersionAwareDriver
                 'timeout' => $options['tether_timeout'] ?? 30.0,
                 // DATETIME/TIMESTAMP values written by tetherd as PDO gives them, from the column's type.
                 'time_format' => ($options['tether_sql_datetimes'] ?? true) ? 'sql' : 'iso',
+                'local_cache' => $options['tether_local_cache'] ?? false,
             ]);
         } catch (TetherException $e) {
             throw new UnsupportedOption('invalid Tether client option: ' . $e->getMessage(), null, 0, $e);
@@ -198,8 +203,8 @@ final class Driver implements Compat\VersionAwareDriver
      *
      * @param array<string, mixed> $params
      * @return array{persistent: bool, tether_socket?: string, tether_backend?: string, tether_timeout?: float|int,
-     *               tether_pg_lastval?: bool, tether_sql_datetimes?: bool, tether_cache_ttl?: int, charset?: string,
-     *               init_command?: string}
+     *               tether_pg_lastval?: bool, tether_sql_datetimes?: bool, tether_cache_ttl?: int,
+     *               tether_local_cache?: bool, charset?: string, init_command?: string}
      * @throws UnsupportedOption
      */
     private static function options(array $params): array
@@ -242,7 +247,7 @@ final class Driver implements Compat\VersionAwareDriver
         if (isset($options['tether_cache_ttl']) && (!\is_int($options['tether_cache_ttl']) || $options['tether_cache_ttl'] < 0)) {
             throw UnsupportedOption::invalid('tether_cache_ttl', $options['tether_cache_ttl'], 'milliseconds (an int, 0 or more)');
         }
-        foreach (['tether_pg_lastval', 'tether_sql_datetimes'] as $name) {
+        foreach (['tether_pg_lastval', 'tether_sql_datetimes', 'tether_local_cache'] as $name) {
             if (isset($options[$name]) && !\is_bool($options[$name])) {
                 throw UnsupportedOption::invalid($name, $options[$name], 'a bool');
             }

@@ -12,8 +12,9 @@ use Tether\Laravel\Sql\SqlText;
  * TetherConnector is the `tether` driver's connector (container binding `db.connector.tether`): Laravel's
  * ConnectionFactory calls connect($config) when a connection first needs its "PDO", and gets a TetherSession.
  *
- * connect() builds the Tether\Client from the config (socket or tcp + token, backend, timeout, persistent), then
- * runs what Laravel's MySqlConnector / PostgresConnector run on a new PDO, so that the same settings hold:
+ * connect() builds the Tether\Client from the config (socket or tcp + token, backend, timeout, persistent,
+ * local_cache), then runs what Laravel's MySqlConnector / PostgresConnector run on a new PDO, so that the same
+ * settings hold:
  * - MySQL/MariaDB: isolation_level; charset + collation, timezone and sql_mode (strict / modes) in ONE `SET`
  *   statement (`SET NAMES 'utf8mb4' COLLATE '...', time_zone = '+00:00', SESSION sql_mode = '...'`). The
  *   database is the tetherd backend's, never switched with USE (tetherd resets USE after its statement).
@@ -55,6 +56,14 @@ final class TetherConnector implements ConnectorInterface
             if (isset($config[$option])) {
                 $options[$option] = $config[$option];
             }
+        }
+        if (isset($config['local_cache'])) {
+            if (!\is_bool($config['local_cache'])) {
+                throw new \InvalidArgumentException(\sprintf('tether driver: option local_cache: want a bool, got %s', \var_export($config['local_cache'], true)));
+            }
+            // Cacheable reads (cache_ttl, withCache()) kept in APCu and answered inside the worker while tetherd's
+            // table versions say they are fresh (the Client's local_cache; tetherd needs [cache] local = true).
+            $options['local_cache'] = $config['local_cache'];
         }
         $options['persistent'] = $this->choosePersistence($config, $options);
         // tetherd writes DATETIME/TIMESTAMP values as PDO does ("2024-02-29 23:59:59"), not in ISO 8601.
