@@ -60,7 +60,7 @@ func (p *Prober) Addr() string { return p.addr }
 // failed query fails the probe (the connection is then dropped by the
 // driver and made again next time).
 func (p *Prober) Probe(ctx context.Context) (topology.HostStatus, error) {
-	st := topology.HostStatus{Addr: p.addr}
+	st := topology.HostStatus{Addr: p.addr, CheckedAt: time.Now()}
 	var readOnly bool
 	var binlogPos, slavePos string
 	err := p.db.QueryRowContext(ctx, "SELECT @@global.read_only, @@global.gtid_binlog_pos, @@global.gtid_slave_pos").
@@ -138,8 +138,8 @@ func gtidBehind(applied, received string) int64 {
 	a, b := gtidSeqs(applied), gtidSeqs(received)
 	var n int64
 	for dom, seq := range b {
-		if d := seq - a[dom]; d > 0 {
-			n += int64(d)
+		if seq > a[dom] {
+			n += int64(seq - a[dom])
 		}
 	}
 	return n

@@ -283,3 +283,18 @@ func TestProber_Promote(t *testing.T) {
 	waitFor(t, p.replica, "replicating again", func(st topology.HostStatus) bool { return st.Replicating })
 	p.caughtUp(t)
 }
+
+// TestProber_Unreachable: a server that does not answer fails the probe
+// with an error naming it; no server needed.
+func TestProber_Unreachable(t *testing.T) {
+	p, err := mysql.NewProber("u:p@tcp(127.0.0.1:1)/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if st, err := p.Probe(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("probe of a closed port: %+v, %v; want an error naming the address", st, err)
+	}
+}

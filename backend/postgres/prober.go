@@ -68,7 +68,7 @@ var errProberClosed = errors.New("prober closed")
 // Probe implements topology.Prober: what the server says it is now. Any
 // failure closes the connection; the next probe connects again.
 func (p *Prober) Probe(ctx context.Context) (topology.HostStatus, error) {
-	st := topology.HostStatus{Addr: p.addr}
+	st := topology.HostStatus{Addr: p.addr, CheckedAt: time.Now()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

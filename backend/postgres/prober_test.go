@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,5 +227,29 @@ func TestProber_Promote(t *testing.T) {
 	}
 	if st := probe(t, p.replica); st.Role != topology.RolePrimary || st.ReadOnly || st.Replicating || st.ReceivedPosition != "" {
 		t.Errorf("promoted replica: %+v, want a writable primary", st)
+	}
+}
+
+// TestProber_Unreachable: a server that does not answer fails the probe
+// with an error naming it, and the next probe tries again; no server needed.
+func TestProber_Unreachable(t *testing.T) {
+	p, err := postgres.NewProber("host=127.0.0.1 port=1 user=u dbname=d sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := p.Probe(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+			t.Errorf("probe of a closed port: %+v, %v; want an error naming the address", st, err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := p.Probe(context.Background()); err == nil {
+		t.Error("Probe after Close succeeded")
 	}
 }

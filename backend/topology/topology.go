@@ -80,7 +80,8 @@ type HostStatus struct {
 	// Err is the probe's error; nil when the host answered. A status with an
 	// Err has RoleUnknown and no positions.
 	Err error
-	// CheckedAt is when the probe started.
+	// CheckedAt is when the probe started (the Monitor sets it to when it
+	// started the probe).
 	CheckedAt time.Time
 }
 
