@@ -49,7 +49,9 @@
 #   TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS  rpl_semi_sync_master_timeout (2000): how long a commit on the primary waits
 #                            for the replica's ack before falling back to asynchronous (a loss test may raise it)
 #
-# No TLS on these pairs yet (databases.sh's servers cover TLS); tuned for tests, not durability, as databases.sh's.
+# TLS: the PostgreSQL pair serves it on TCP (start_postgres's certificates, copied to the replica by pg_basebackup;
+# PG_PRIMARY_DIR/tls/ca.pem verifies both); the MariaDB pair does not yet. Tuned for tests, not durability, as
+# databases.sh's servers (fsync off, synchronous_commit off, InnoDB flushing once a second).
 
 [[ -n "${_TETHER_REPLICAS_SH:-}" ]] && return 0
 _TETHER_REPLICAS_SH=1
