@@ -3,10 +3,14 @@
 #
 #  1. deps         install missing Debian packages (scripts/install-deps.sh)
 #  2. databases    wipe var/test, start throwaway MariaDB, PostgreSQL (scripts/lib/databases.sh) and Cassandra
-#                  (scripts/lib/cassandra.sh: Maven jars cached in var/cache) there
+#                  (scripts/lib/cassandra.sh: Maven jars cached in var/cache) there, and the replicated pairs
+#                  (scripts/lib/replicas.sh: a MariaDB GTID primary + semi-sync replica, a PostgreSQL primary + a
+#                  streaming replica; TETHER_TEST_{MYSQL,POSTGRES}_{PRIMARY,REPLICA}_DSN and the rest it exports)
 #  3. go vet       go vet ./...
 #  4. go test      go test -race -count=1 ./... against those databases (TETHER_TEST_{MYSQL,POSTGRES}_{DSN,ADDR};
-#                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping)
+#                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping); then the one test
+#                  that promotes the PostgreSQL pair's replica for good (TETHER_TEST_POSTGRES_PROMOTE=1), and the
+#                  pairs are stopped
 #  5. build        go build -o bin/tetherd ./cmd/tetherd; etc/tetherd.toml must pass tetherd -check
 #  6. tetherd      start internal/testupstream (a real HTTP server) and bin/tetherd on var/test/tetherd.toml
 #                  (backends main=sqlite, maria=mysql, pg=postgres, cass=cassandra, bt=bigtable on the in-process
@@ -43,6 +47,8 @@ cd "$ROOT"
 source scripts/lib/databases.sh
 # shellcheck source=scripts/lib/cassandra.sh
 source scripts/lib/cassandra.sh
+# shellcheck source=scripts/lib/replicas.sh
+source scripts/lib/replicas.sh
 
 TEST_DIR=${TETHER_TEST_DIR:-$ROOT/var/test}
 TETHERD=$ROOT/bin/tetherd
@@ -96,6 +102,8 @@ cleanup() {
 	stop_mariadb
 	stop_postgres
 	stop_cassandra
+	stop_mariadb_pair
+	stop_postgres_pair
 	if ((rc == 0)); then
 		printf '\n==> make test: PASSED in %ss (go vet, go test -race on SQLite, MariaDB, PostgreSQL, Cassandra and the Bigtable emulator, phpunit, the DBAL, Laravel and WordPress integrations, quickstart, the five benchmarks --quick, the fault suite --quick)\n' "$(since "$T_START")"
 	else
@@ -127,12 +135,19 @@ if [[ -e "$TEST_DIR" && "$TEST_DIR" != "$ROOT/var/test" && ! -e "$TEST_DIR/.teth
 	die "refusing to wipe $TEST_DIR: not a directory an earlier test run created (no .tether-test-dir in it)"
 fi
 clean_cassandra_dir "$TEST_DIR/cassandra"
+# The pairs' pid files lie deeper than clean_db_dir looks from TEST_DIR.
+clean_db_dir "$TEST_DIR/rep-mariadb"
+clean_db_dir "$TEST_DIR/rep-pg"
 clean_db_dir "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 touch "$TEST_DIR/.tether-test-dir"
 TETHER_MARIADB_BINLOG=1 start_mariadb "$TEST_DIR/mariadb"
 TETHER_PG_LOGICAL=1 start_postgres "$TEST_DIR/pg"
 start_cassandra "$TEST_DIR/cassandra"
+# The replicated pairs (issue 21): they export TETHER_TEST_{MYSQL,POSTGRES}_{PRIMARY,REPLICA}[_ADMIN]_DSN and the
+# rest scripts/lib/replicas.sh lists.
+start_mariadb_pair "$TEST_DIR/rep-mariadb"
+start_postgres_pair "$TEST_DIR/rep-pg"
 
 export TETHER_TEST_MYSQL_DSN=$MARIADB_DSN
 export TETHER_TEST_POSTGRES_DSN=$PG_DSN
@@ -150,7 +165,8 @@ export TETHER_TEST_POSTGRES_TLS_DSN="host=127.0.0.1 port=$PG_PORT user=${TETHER_
 export TETHER_TEST_CASSANDRA_HOST=$CASSANDRA_HOST
 export TETHER_TEST_CASSANDRA_USER=$CASSANDRA_USER TETHER_TEST_CASSANDRA_PASSWORD=$CASSANDRA_PASSWORD
 export TETHER_REQUIRE_BACKENDS=1
-for v in TETHER_TEST_MYSQL_DSN TETHER_TEST_MYSQL_POOL_DSN TETHER_TEST_MYSQL_ADDR TETHER_TEST_MYSQL_TLS_DSN TETHER_TEST_POSTGRES_DSN TETHER_TEST_POSTGRES_POOL_DSN TETHER_TEST_POSTGRES_ADDR TETHER_TEST_POSTGRES_TLS_DSN TETHER_TEST_CASSANDRA_HOST; do
+for v in TETHER_TEST_MYSQL_DSN TETHER_TEST_MYSQL_POOL_DSN TETHER_TEST_MYSQL_ADDR TETHER_TEST_MYSQL_TLS_DSN TETHER_TEST_POSTGRES_DSN TETHER_TEST_POSTGRES_POOL_DSN TETHER_TEST_POSTGRES_ADDR TETHER_TEST_POSTGRES_TLS_DSN TETHER_TEST_CASSANDRA_HOST \
+	TETHER_TEST_MYSQL_PRIMARY_DSN TETHER_TEST_MYSQL_REPLICA_DSN TETHER_TEST_POSTGRES_PRIMARY_DSN TETHER_TEST_POSTGRES_REPLICA_DSN; do
 	log "$v=${!v}"
 done
 
@@ -166,6 +182,11 @@ step "go vet"
 go vet ./...
 step "go test -race"
 go test -race -count=1 ./...
+# The promote of the PostgreSQL pair cannot be undone from a test: it runs alone, after every other user of the pair.
+step "go test: replica promote"
+TETHER_TEST_POSTGRES_PROMOTE=1 go test -race -count=1 -run '^TestProber_Promote$' ./backend/postgres/
+stop_mariadb_pair
+stop_postgres_pair
 
 # --- 5 ---------------------------------------------------------------------------------------------------------
 step build
