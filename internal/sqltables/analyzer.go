@@ -41,6 +41,7 @@ type Analyzer struct {
 	certain         bool
 	uncertainWhy    string
 	uncacheableWhy  string
+	primaryWhy      string // why the statement must run on the primary
 	temporary       bool
 	session         bool
 	peeked          token
@@ -144,6 +145,7 @@ func (a *Analyzer) start(d Dialect, sql string) {
 		a.uncertainWhy = "unknown dialect"
 	}
 	a.uncacheableWhy = ""
+	a.primaryWhy = ""
 	a.temporary = false
 	a.session = false
 	a.hasPeek = false
@@ -177,6 +179,7 @@ func (a *Analyzer) result() Info {
 	default:
 		info.Cacheable = true
 	}
+	a.replicaResult(&info)
 	return info
 }
 
@@ -258,11 +261,13 @@ func (a *Analyzer) addTable(schema, name token, write bool) {
 		list = &a.written
 	} else {
 		if schema.kind != tEOF {
-			if isSystemSchema(a.ident(schema)) {
+			if s := a.ident(schema); isSystemSchema(s) {
 				a.uncacheable("reads a system schema, which changes without writes")
+				a.systemTable(s, n)
 			}
 		} else if !a.mysql && strings.HasPrefix(n, "pg_") {
 			a.uncacheable("reads a system catalog, which changes without writes")
+			a.systemTable("", n)
 		}
 	}
 	for _, s := range *list {

@@ -1,7 +1,8 @@
 // Package sqltables tells, from a statement's text alone, whether it reads,
-// writes or changes the schema, which tables it reads or writes, and whether
-// its result may be cached: the lexical analysis the shared result cache
-// (issue 12) runs on every statement in tetherd's event loop.
+// writes or changes the schema, which tables it reads or writes, whether
+// its result may be cached and whether a replica may run it: the lexical
+// analysis the shared result cache (issue 12) and read/write splitting
+// (issue 21) run on every statement in tetherd's event loop.
 //
 // # Why a hand-written lexer
 //
@@ -87,6 +88,89 @@
 // uncertain; so do unbalanced parentheses, several statements in one
 // string, more than 64 tables or 64 nested parentheses, and a token that
 // cannot be a table name where one is expected.
+//
+// # Read/write splitting
+//
+// Info.ReplicaSafe tells a router (issue 21) that a statement may run on a
+// replica: a single Certain Read that takes no lock, writes nothing, leaves
+// no trace on the session and reads nothing that only the primary or the
+// session's own connection knows. When unsure, it is false: the primary.
+// It is found in the same pass as Cacheable, at no measurable cost; every
+// construct that clears it also clears Cacheable, so a Cacheable read is
+// always ReplicaSafe, and ReplicaReason says why (a constant string):
+//
+//	if info.ReplicaSafe && !inTransaction && !sessionChanged {
+//		// a replica may serve it (if its lag allows)
+//	} else {
+//		// the primary; info.ReplicaReason says why
+//	}
+//
+// The rules, with the reason for each:
+//
+//   - Locking reads go to the primary, in any subquery, CTE or UNION part
+//     and inside MySQL's /*! */ comments: FOR UPDATE, FOR SHARE, FOR NO KEY
+//     UPDATE, FOR KEY SHARE, LOCK IN SHARE MODE. A replica's locks exclude
+//     nobody on the primary.
+//   - Lock functions: GET_LOCK, RELEASE_LOCK, RELEASE_ALL_LOCKS and also
+//     IS_FREE_LOCK and IS_USED_LOCK (they answer about the locks of the
+//     server they run on, and the application's locks are the primary's);
+//     every pg_advisory_* and pg_try_advisory_* function.
+//   - SELECT ... INTO (variables, OUTFILE, DUMPFILE; PostgreSQL's INTO
+//     new_table is a Write).
+//   - Variables, read or assigned (@x, @x := ..., @@x): a user variable has
+//     its value only in the session, on the primary (a replica's is NULL);
+//     a system variable may differ between servers (read_only, server_id,
+//     gtid_*). PostgreSQL's current_setting(), set_config() and setseed()
+//     likewise, and SHOW (a setting) in PostgreSQL.
+//   - Sequences: nextval, setval, currval, lastval, MariaDB's NEXTVAL,
+//     LASTVAL, NEXT VALUE FOR and PREVIOUS VALUE FOR. nextval writes;
+//     currval and lastval read what the session's nextval returned.
+//   - The session's previous statement: LAST_INSERT_ID() (with or without
+//     an argument, which sets it), FOUND_ROWS(), ROW_COUNT(), and
+//     SQL_CALC_FOUND_ROWS (it sets the FOUND_ROWS() that follows, which runs
+//     on the primary). WordPress's paged queries therefore stay on the
+//     primary; a router that pinned such a pair to one replica connection
+//     could do better.
+//   - What names one server or connection: CONNECTION_ID(), VERSION(),
+//     inet_server_addr() and the like, LOAD_FILE(), the replication waits
+//     (MASTER_GTID_WAIT ...), txid_current() (it assigns a transaction id:
+//     an error on a standby) and the other txid_* functions, EXPLAIN FOR
+//     CONNECTION, HANDLER (the session's handlers), CHECK and CHECKSUM TABLE
+//     (one server's copy), COPY (it may write a server file or run a
+//     program; TO STDOUT would do but is not told apart).
+//   - PostgreSQL's pg_* functions, except a short list known to be harmless
+//     (pg_sleep, pg_typeof, the size and pg_get_*def functions ...): the
+//     others include pg_notify, pg_backend_pid, pg_is_in_recovery,
+//     pg_current_wal_lsn, pg_terminate_backend.
+//   - System tables of runtime state: all of performance_schema and sys,
+//     and in information_schema, mysql and pg_catalog every table but those
+//     that describe the schema and the users (information_schema.TABLES,
+//     COLUMNS ..., mysql.user, pg_class, pg_tables ...): PROCESSLIST,
+//     GLOBAL_STATUS, mysql.gtid_slave_pos, pg_stat_*, pg_locks, pg_settings
+//     differ between servers.
+//   - MySQL's SHOW, except the statements that list the schema (SHOW
+//     [FULL] TABLES, COLUMNS, FIELDS, INDEX, KEYS, DATABASES, CREATE ...,
+//     TABLE STATUS, CHARACTER SET, COLLATION, TRIGGERS) and HELP: SHOW
+//     MASTER/SLAVE/REPLICA STATUS, PROCESSLIST, [SESSION|GLOBAL] STATUS
+//     and VARIABLES, WARNINGS, BINARY LOGS, ENGINE, GRANTS ... go to the
+//     primary.
+//   - EXPLAIN and DESCRIBE are replica-safe; EXPLAIN ANALYZE (and MariaDB's
+//     ANALYZE) runs the statement, so it is judged as the statement is
+//     (a write, a FOR UPDATE, a nextval: the primary), as is a plain
+//     EXPLAIN of them, conservatively.
+//
+// Replica-safe although not cacheable: NOW(), CURRENT_TIMESTAMP, RAND(),
+// UUID(), gen_random_uuid(), SLEEP(), USER(), CURRENT_USER, DATABASE(),
+// current_schema(), the catalog tables, EXPLAIN, DESCRIBE, the schema SHOWs.
+//
+// ReplicaSafe judges the statement alone. The router must still keep on
+// the primary a statement inside a transaction and, from then on, a
+// session that has changed its state (a statement with Session or
+// Temporary, or any SET), and must accept that a replica's answer is as
+// old as its lag (read-your-writes is the router's). A statement whose
+// effect hides in a view, a trigger or a function the lexer takes for
+// built-in is not seen; unknown functions make the statement uncertain,
+// hence primary.
 //
 // # Known gaps (the cache must cover them)
 //

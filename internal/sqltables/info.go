@@ -105,6 +105,29 @@ type Info struct {
 	// PostgreSQL's set_config(). The cache must stop sharing the session's
 	// reads with others (or key them on that state) from then on.
 	Session bool
+	// ReplicaSafe is true for a Certain Read, a single statement, that a
+	// replica may run in place of the primary: it takes no lock (FOR
+	// UPDATE, FOR SHARE, LOCK IN SHARE MODE, GET_LOCK(),
+	// pg_advisory_lock()), writes nothing (SELECT ... INTO, nextval()),
+	// leaves no trace on the session (variables, set_config(),
+	// SQL_CALC_FOUND_ROWS), reads nothing only the session's connection
+	// or the primary knows (LAST_INSERT_ID(), FOUND_ROWS(), ROW_COUNT(),
+	// currval(), variables, settings, the server's runtime state: most
+	// SHOW statements, performance_schema, pg_stat_*), and calls no
+	// function not known to be harmless on a replica. NOW(), RAND(),
+	// UUID(), SLEEP(), the catalog tables (information_schema.TABLES,
+	// pg_class), EXPLAIN and DESCRIBE make a read uncacheable but are
+	// replica-safe; a Cacheable Info is always ReplicaSafe. When unsure,
+	// false: the primary. It speaks of the statement alone: a router must
+	// still keep a transaction, and a session that has changed its state
+	// (Session, Temporary), on the primary, and the data a replica
+	// returns is as old as its lag.
+	ReplicaSafe bool
+	// ReplicaReason says why ReplicaSafe is false: Reason when Certain is
+	// false, "not a read" for a statement of another Kind, else the first
+	// construct that must run on the primary. Empty when ReplicaSafe. It
+	// is a constant string: keeping it allocates nothing.
+	ReplicaReason string
 }
 
 // TableName names a table given as a plain name (the key API's table, "app.Users"

@@ -72,6 +72,10 @@ func (a *Analyzer) run() {
 			}
 		case tVar:
 			a.uncacheable("uses a user or system variable")
+			// A user variable has a value only in the session, on the
+			// primary (a replica's is NULL); := and INTO set it; a system
+			// variable may differ between servers (read_only, server_id).
+			a.primary("uses a user or system variable, which lives in the session on the primary or differs between servers")
 			a.notTable(lv)
 		case tString:
 			if !a.mysql && isNowLiteral(a.text(t)) {
@@ -229,6 +233,9 @@ func (a *Analyzer) call(t token, wi *wordInfo, qual token) {
 	case fnVolatile:
 		a.uncacheable(wi.reason)
 		a.session = a.session || wi.session
+		if wi.primary != "" {
+			a.primary(wi.primary)
+		}
 		return
 	}
 	if t.kind == tWord {
@@ -239,6 +246,9 @@ func (a *Analyzer) call(t token, wi *wordInfo, qual token) {
 			return
 		case !a.mysql && (hasPrefixFold(name, "pg_") || hasPrefixFold(name, "txid_")):
 			a.uncacheable("calls a PostgreSQL system function")
+			if !wi.replica {
+				a.primary("calls a PostgreSQL system function not known to be harmless on a replica (locks, notifications, server state)")
+			}
 			return
 		}
 	}
@@ -309,11 +319,13 @@ func (a *Analyzer) keyword(wi *wordInfo, lv *level) {
 		case kwUpdate, kwShare, kwColumn: // FOR UPDATE, FOR SHARE, FOR NO KEY UPDATE, FOR KEY SHARE
 			lv.from = false
 			a.uncacheable("is a locking read (FOR UPDATE, FOR SHARE)")
+			a.primary("is a locking read (FOR UPDATE, FOR SHARE), whose locks must be the primary's")
 		}
 	case kwLock:
 		lv.from = false
 		if a.peekWord().kw == kwIn {
 			a.uncacheable("is a locking read (LOCK IN SHARE MODE)")
+			a.primary("is a locking read (LOCK IN SHARE MODE), whose locks must be the primary's")
 		}
 	case kwEndFrom:
 		if a.prevKw != kwFor { // USE INDEX FOR ORDER BY (i)
@@ -321,9 +333,12 @@ func (a *Analyzer) keyword(wi *wordInfo, lv *level) {
 		}
 	case kwCalcFoundRows:
 		a.uncacheable("uses SQL_CALC_FOUND_ROWS, which sets FOUND_ROWS()")
+		// The FOUND_ROWS() that follows runs on the primary.
+		a.primary("uses SQL_CALC_FOUND_ROWS, which sets the session's FOUND_ROWS()")
 	case kwNext:
 		if a.peekWord().kw == kwValue {
 			a.uncacheable("uses a sequence (NEXT VALUE FOR)")
+			a.primary("uses a sequence (NEXT VALUE FOR, PREVIOUS VALUE FOR), which the primary owns")
 		}
 	}
 }
@@ -440,6 +455,7 @@ func isNowLiteral(s string) bool {
 func (a *Analyzer) selectInto(lv *level) {
 	if a.mysql {
 		a.uncacheable("is a SELECT ... INTO")
+		a.primary("is a SELECT ... INTO, which sets variables or writes a file")
 		return
 	}
 	for {

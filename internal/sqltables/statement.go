@@ -65,6 +65,7 @@ func (a *Analyzer) statementHead(t token, wi *wordInfo, lv *level) (stop bool) {
 	case kwShow:
 		a.kind = Read
 		a.uncacheable("is a SHOW, HELP, HANDLER or CHECK, which reads server state")
+		a.showReplica(t)
 		a.skipRest()
 		return true
 	case kwExplain, kwAnalyze:
@@ -129,6 +130,11 @@ func (a *Analyzer) explain(kw keyword, lv *level) bool {
 			a.skipParens() // EXPLAIN (ANALYZE, FORMAT JSON)
 		case t.kind == tWord:
 			wi := lookup(a.text(t))
+			if wi.kw == kwFor && a.mysql {
+				// EXPLAIN FOR CONNECTION n: a connection of one server.
+				a.uncacheable("is an EXPLAIN or DESCRIBE")
+				a.primary("is an EXPLAIN FOR CONNECTION, which names a connection of one server")
+			}
 			switch wi.kw {
 			case kwSelect, kwValues, kwTable, kwWith, kwInsert, kwReplace, kwUpdate, kwDelete, kwMerge:
 				if wi.kw == kwTable && kw == kwAnalyze {
@@ -438,6 +444,10 @@ func (a *Analyzer) load() {
 // statement has been consumed.
 func (a *Analyzer) copy() bool {
 	a.uncacheable("is a COPY")
+	// COPY ... TO a file or PROGRAM acts on the server's host; TO STDOUT
+	// would do on a replica, but is not told apart (when unsure, the
+	// primary).
+	a.primary("is a COPY, which may write a file of the server or run a program")
 	if a.peekPunct('(') {
 		a.kind = Read // the main loop analyzes the query
 		return false

@@ -95,6 +95,23 @@ type wordInfo struct {
 	noArgs   bool // volatile when called without arguments: UNIX_TIMESTAMP()
 	session  bool // a call changes the session's settings: set_config()
 	reason   string
+	// primary says why a call must run on the primary, not a replica: it
+	// takes a lock, uses a sequence, reads the session's previous
+	// statement or names the server or connection. Empty for the
+	// functions a replica answers as well (NOW(), RAND(), UUID() ...).
+	primary string
+	// replica marks the PostgreSQL system functions (pg_*) known to leave
+	// no trace and to answer on a replica as on the primary; other pg_*
+	// functions go to the primary.
+	replica bool
+	// catalog marks the system tables (information_schema, mysql,
+	// pg_catalog) that describe the schema or the users, which a replica
+	// replicates; other system tables hold one server's runtime state.
+	catalog bool
+	// show marks the word after MySQL's SHOW [FULL|EXTENDED] of a SHOW
+	// that lists the replicated schema (SHOW TABLES, SHOW COLUMNS ...);
+	// showMod marks FULL and EXTENDED.
+	show, showMod bool
 }
 
 var words = map[string]*wordInfo{}
@@ -285,6 +302,26 @@ func init() {
 		w.fn = fnVolatile
 		w.reason = "calls " + n + "(), which takes, releases or tests a lock"
 	}
+	// What must run on the primary (replica.go says why, rule by rule).
+	for n, why := range primaryFuncs {
+		for _, f := range strings.Fields(n) {
+			word(f).primary = why
+		}
+	}
+	for _, n := range strings.Fields(lockFuncs) {
+		word(n).primary = "calls " + n + "(), which takes, releases or tests a lock on the server it runs on"
+	}
+	for _, n := range strings.Fields(replicaPgFuncs) {
+		word(n).replica = true
+	}
+	for _, n := range strings.Fields(catalogTables) {
+		word(n).catalog = true
+	}
+	for _, n := range strings.Fields(showSchema) {
+		word(n).show = true
+	}
+	word("FULL").showMod = true
+	word("EXTENDED").showMod = true
 	bares := map[bare]string{
 		bareBoth: "CURRENT_TIMESTAMP CURRENT_DATE CURRENT_TIME LOCALTIME LOCALTIMESTAMP CURRENT_USER SESSION_USER",
 		// MySQL allows UTC_TIMESTAMP without parentheses; in PostgreSQL
