@@ -217,6 +217,10 @@
 //	WordPress INSERT ... ON DUPLICATE KEY    844 ns, 0 allocs    857 ns, 1 alloc (16 B)
 //	PostgreSQL SELECT with LEFT JOIN         995 ns, 0 allocs   1027 ns, 1 alloc (32 B)
 //
+// ReplicaSafe added about 0.5% to the instructions per statement (callgrind,
+// Analyzer, the four statements: +0.4, +0.9, -0.3, +0.7%; the timings of a
+// shared machine could not tell the two apart) and no allocation.
+//
 // A word costs one hash-table probe, a byte one class-table load; a
 // table name that is not lower-case ASCII is lower-cased once per Analyzer
 // and remembered (up to 4096 spellings).
