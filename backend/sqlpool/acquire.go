@@ -11,6 +11,7 @@ import (
 // after the requests waiting before it. r.Done is called once, on the loop
 // goroutine. Loop goroutine only.
 func (p *Pool) Submit(r *Request) {
+	r.State.Pool = p
 	if p.closed {
 		r.Err = p.closedErr()
 		p.finish(r)
@@ -194,7 +195,7 @@ func (c *Conn) run(r *Request) {
 	p := c.pool
 	r.State.Conn = c
 	if r.Kind == KindBegin {
-		c.tx = &Tx{Conn: c, Client: r.Client}
+		c.tx = &Tx{Conn: c, Client: r.Client, Pool: p}
 		p.move(c, statePinned)
 	}
 	var want *Profile

@@ -85,6 +85,9 @@ type Request struct {
 
 // State is a pool's bookkeeping of one request.
 type State struct {
+	// Pool is the pool the request was submitted to: where a router over
+	// several pools (backend/sqlroute) abandons it.
+	Pool      *Pool
 	Queued    time.Time // when it entered the wait queue
 	Sent      time.Time // when it was sent, if others were waiting then (to learn what statements cost)
 	Conn      any       // the pool's connection it was sent on
@@ -138,6 +141,9 @@ func (r *Request) AddUnpooled(why string) {
 // touched only on the loop goroutine.
 type Client struct {
 	Profile *Profile
+	// Route is a router's own state of the client (backend/sqlroute: where
+	// its last write went, for read-your-writes); pools never touch it.
+	Route any
 }
 
 // Tx is a transaction pinned to one server connection: the server keeps it
@@ -145,6 +151,8 @@ type Client struct {
 type Tx struct {
 	Conn   any // the pool's connection, nil once the transaction is over
 	Client *Client
+	// Pool is the pool whose connection the transaction is pinned to.
+	Pool *Pool
 	// Ended says why the transaction is over, once it is.
 	Ended error
 	// EndedBy, when not empty, is the statement that the server reports
