@@ -21,7 +21,8 @@ type MonitorConfig struct {
 	// Interval between the starts of two probes of one host (default 1s).
 	// A probe that takes longer delays the next; probes never overlap.
 	Interval time.Duration
-	// Timeout bounds one probe (default Interval, at most): past it the
+	// Timeout bounds one probe (default Interval; it may be longer, as
+	// probes of a host never overlap: the next waits): past it the
 	// host's status is ErrProbeTimeout, recorded at once, whatever the
 	// Prober does.
 	Timeout time.Duration
@@ -61,7 +62,7 @@ func NewMonitor(cfg MonitorConfig, hosts []Host) (*Monitor, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
-	if cfg.Timeout <= 0 || cfg.Timeout > cfg.Interval {
+	if cfg.Timeout <= 0 {
 		cfg.Timeout = cfg.Interval
 	}
 	m := &Monitor{cfg: cfg, hosts: append([]Host(nil), hosts...), status: make(map[string]HostStatus, len(hosts))}
