@@ -18,11 +18,14 @@ import (
 // Prober asks one PostgreSQL server what it is (topology.Prober), over a
 // blocking pgconn connection of its own (kept between probes, made again
 // after a failure), never the pool's. One query: pg_is_in_recovery() (the
-// role), transaction_read_only, pg_current_wal_lsn() on a primary,
+// role), transaction_read_only, pg_current_wal_insert_lsn() on a primary,
 // pg_last_wal_replay_lsn() and pg_last_wal_receive_lsn() on a replica, the
 // replay delay, whether replay is paused and whether a WAL receiver runs.
-// A primary's position is pg_current_wal_lsn(), the WAL written out: with
-// synchronous_commit off it trails a commit by up to wal_writer_delay.
+// A primary's position is pg_current_wal_insert_lsn(): every commit answered
+// before the probe is below it, also with synchronous_commit off, where the
+// WAL written out (pg_current_wal_lsn()) trails a commit by up to
+// wal_writer_delay. A replica that has replayed up to it has every such
+// commit (read-your-writes, backend/sqlroute).
 // Every function it calls is open to any user.
 type Prober struct {
 	addr string
@@ -34,12 +37,12 @@ type Prober struct {
 }
 
 // probeSQL asks everything in one round trip. The CASEs keep the primary's
-// functions off a replica (pg_current_wal_lsn() fails in recovery). The lag
+// functions off a replica (pg_current_wal_insert_lsn() fails in recovery). The lag
 // is the server's own: 0 when all WAL received is replayed, else the time
 // since the last replayed transaction's commit, in microseconds.
 const probeSQL = `SELECT pg_is_in_recovery(),
   current_setting('transaction_read_only') = 'on',
-  CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END,
+  CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END,
   CASE WHEN pg_is_in_recovery() THEN pg_last_wal_receive_lsn() END,
   pg_is_in_recovery() AND NOT pg_is_wal_replay_paused() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver),
   CASE WHEN NOT pg_is_in_recovery() THEN 0
