@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,6 +136,18 @@ type BackendConfig struct {
 	// binary log; PostgreSQL: logical replication) so that the result cache drops what writes from elsewhere
 	// made stale; off, only the TTL bounds that (docs/operations.md).
 	ChangeStream bool `toml:"change_stream"`
+	// Replicas are the DSNs of more servers of the same database (a
+	// primary's replicas, or the other members of a group whose roles
+	// tetherd learns), in DSN's format; each has its own pool of max_conns.
+	// A monitor asks every host, DSN's included, what it is; writes go to
+	// the one that says it takes them, reads that may run on a replica to
+	// the replicas (backend/sqlroute, docs/operations.md "Replicas").
+	Replicas []string `toml:"replicas"`
+	// MaxReplicaLag takes a replica out of reads while it is further behind
+	// than this (as the server reports it) or cannot say; 0: no bound.
+	MaxReplicaLag Duration `toml:"max_replica_lag"`
+	// MonitorInterval is how often each host is asked its role and lag.
+	MonitorInterval Duration `toml:"monitor_interval"`
 	// Options holds the settings only its type has, read from their
 	// sub-table ([backends.NAME.http] for http) by the type's
 	// BackendOptions.Decode (registry.go); nil for a type without any, and
@@ -196,6 +209,9 @@ func DefaultBackendConfig(typ, dsn string) BackendConfig {
 		AcquireTimeout: Duration(time.Second),
 		ConnectTimeout: Duration(2 * time.Second),
 		StmtCacheSize:  256,
+
+		MaxReplicaLag:   Duration(5 * time.Second),
+		MonitorInterval: Duration(time.Second),
 	}
 }
 
@@ -504,6 +520,20 @@ func (c *Config) Validate() error {
 		} else if b.ChangeStream && c.Cache.MaxBytes == 0 {
 			bad(f+"change_stream", true, "needs the result cache (cache.max_bytes > 0): it only drops cached results")
 		}
+		if len(b.Replicas) > 0 && known && !typ.Replicas {
+			bad(f+"replicas", len(b.Replicas), "only a backend of type %s can have replicas", strings.Join(replicaTypes(), " or "))
+		}
+		for i, r := range b.Replicas {
+			if r == "" || r == b.DSN || slices.Index(b.Replicas, r) != i {
+				bad(fmt.Sprintf("%sreplicas[%d]", f, i), `"..."`, "must be a DSN, not empty, not dsn's and not repeated")
+			}
+		}
+		if b.MaxReplicaLag < 0 {
+			bad(f+"max_replica_lag", b.MaxReplicaLag, "must not be negative")
+		}
+		if b.MonitorInterval <= 0 && len(b.Replicas) > 0 {
+			bad(f+"monitor_interval", b.MonitorInterval, "must be positive")
+		}
 		if known && typ.Validate != nil {
 			if err := typ.Validate(f, b); err != nil {
 				errs = append(errs, err)
@@ -520,6 +550,16 @@ func (c *Config) Validate() error {
 
 // changeStreamTypes names the registered backend types that can follow their
 // database's change stream.
+func replicaTypes() []string {
+	var out []string
+	for _, name := range BackendTypeNames() {
+		if t, _ := LookupBackendType(name); t.Replicas {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func changeStreamTypes() []string {
 	var out []string
 	for _, name := range BackendTypeNames() {

@@ -91,6 +91,18 @@ func TestConfig_Validate(t *testing.T) {
 			c.Backends["main"] = b
 			c.Cache.MaxBytes = 0
 		}, "backends.main.change_stream", "cache.max_bytes"},
+		{"ReplicasOnSQLite", func(c *tether.Config) { b := c.Backends["main"]; b.Replicas = []string{"x.db"}; c.Backends["main"] = b }, "backends.main.replicas", "only a backend of type mysql or postgres"},
+		{"ReplicaIsTheDSN", func(c *tether.Config) {
+			b := c.Backends["main"]
+			b.Type, b.DSN = "mysql", "u:p@unix(/tmp/s)/db"
+			b.Replicas = []string{"u:p@unix(/tmp/r)/db", b.DSN}
+			c.Backends["main"] = b
+		}, "backends.main.replicas[1]", "not dsn's"},
+		{"NegativeReplicaLag", func(c *tether.Config) {
+			b := c.Backends["main"]
+			b.MaxReplicaLag = -1
+			c.Backends["main"] = b
+		}, "backends.main.max_replica_lag", "must not be negative"},
 		{"MergeUncachedWithoutMerge", func(c *tether.Config) { c.Cache.Merge, c.Cache.MergeUncached = false, true }, "cache.merge_uncached", "needs cache.merge"},
 		{"AdminOnPHPSocket", func(c *tether.Config) { c.Admin.Socket = c.Server.Socket }, "admin.socket", "never serves the admin API"},
 		{"AutoAdminOnPHPSocket", func(c *tether.Config) { c.Server.Socket = "var/x-admin.sock"; c.Admin.Socket = "var/x-admin.sock" }, "admin.socket", "never serves"},

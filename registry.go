@@ -43,6 +43,8 @@ type BackendType struct {
 	// ChangeStream: it can follow its database's change stream
 	// (change_stream = true).
 	ChangeStream bool
+	// Replicas: it can route over a primary and replicas (replicas = [...]).
+	Replicas bool
 	// Tables is the SQL dialect in which the result cache reads which
 	// tables a statement reads or writes, so that a write drops only the
 	// cached results that read its tables (cache by table); 0 for a type
