@@ -7,6 +7,6 @@ import (
 
 // Type is the mysql backend type, registered with tether at init: the config's
 // type = "mysql" builds one with New.
-var Type = tether.BackendType{Name: "mysql", New: tether.Constructor(New), ChangeStream: true, Tables: sqltables.MySQL}
+var Type = tether.BackendType{Name: "mysql", New: newBackend, ChangeStream: true, Replicas: true, Tables: sqltables.MySQL}
 
 func init() { tether.RegisterBackendType(Type) }

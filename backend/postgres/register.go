@@ -7,6 +7,6 @@ import (
 
 // Type is the postgres backend type, registered with tether at init: the config's
 // type = "postgres" builds one with New.
-var Type = tether.BackendType{Name: "postgres", New: tether.Constructor(New), ChangeStream: true, Tables: sqltables.PostgreSQL}
+var Type = tether.BackendType{Name: "postgres", New: newBackend, ChangeStream: true, Replicas: true, Tables: sqltables.PostgreSQL}
 
 func init() { tether.RegisterBackendType(Type) }

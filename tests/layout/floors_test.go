@@ -21,7 +21,7 @@ var floors = [][]string{
 	{"internal/..."}, // leaf utilities: the event loop, fault hooks, SQL lexing, the result cache's store
 	{"."},            // the domain: Backend and its capabilities, Config and the registry, Error, Result, RowSink
 	{"wire"},         // the client protocol's codec
-	{"backend/sqldb", "backend/sqlpool", "backend/sqlconn", "backend/backendtest", "backend/topology"}, // what SQL backends are built from; the shared backend tests; hosts' roles
+	{"backend/sqldb", "backend/sqlpool", "backend/sqlconn", "backend/backendtest", "backend/topology", "backend/sqlroute"}, // what SQL backends are built from; the shared backend tests; hosts' roles; routing over them
 	{"backend/mysql", "backend/postgres", "backend/sqlite", "backend/cassandra", "backend/bigtable", "backend/http"},
 	{"backend/all"}, // links every backend type
 	{"server/..."},  // tetherd's server: dispatch, sessions, transactions, cache, reload, limits, metrics, hand-over
