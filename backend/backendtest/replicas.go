@@ -1,0 +1,240 @@
+package backendtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	tether "github.com/tether-php/tether"
+	"github.com/tether-php/tether/backend/sqlpool"
+	"github.com/tether-php/tether/backend/sqlroute"
+)
+
+// Replicated is a backend over a primary and its replicas as the router
+// builds it (mysql.Replicated, postgres.Replicated).
+type Replicated interface {
+	tether.Backend
+	Do(ctx context.Context, r *sqlpool.Request) error
+	Hosts() []sqlroute.HostStats
+}
+
+// ReplicaSuite checks read/write routing over a real primary and replica
+// (scripts/lib/replicas.sh's pairs): where statements run is asked of the
+// servers themselves (Who), never taken from tetherd.
+type ReplicaSuite struct {
+	// Open returns the backend over the pair, opened, with the config
+	// tweak changes (tests set a fast monitor); it is closed at cleanup.
+	Open func(t *testing.T, tweak func(*tether.BackendConfig)) Replicated
+	// Primary and Replica are admin connections to each server.
+	Primary, Replica *sql.DB
+	// Marker makes, through b, what Who reads: a table whose one row
+	// differs between the servers (written on each without replicating it,
+	// or unlogged: one a hot standby refuses to read).
+	Marker func(t *testing.T, b Replicated)
+	// Who runs, through b, for client cl in transaction tx (nil: none), a
+	// replica-safe read of the marker (with FOR UPDATE when forUpdate)
+	// and returns which server ran it: "primary" or "replica".
+	Who func(t *testing.T, b Replicated, cl *sqlpool.Client, tx *sqlpool.Tx, forUpdate bool) string
+	// P is the placeholder of the n-th parameter.
+	P func(n int) string
+	// DelayApply makes the replica apply what it receives d late (0: at
+	// once again).
+	DelayApply func(t *testing.T, d time.Duration)
+	// PauseApply stops the replica applying; ResumeApply starts it again.
+	PauseApply, ResumeApply func(t *testing.T)
+	// WaitCaughtUp waits until the replica has applied all of the primary.
+	WaitCaughtUp func(t *testing.T)
+}
+
+// Run runs every check as a subtest.
+func (s *ReplicaSuite) Run(t *testing.T) {
+	t.Run("ReadsOnReplicaWritesOnPrimary", s.readsAndWrites)
+	t.Run("ReadYourWrites", s.readYourWrites)
+	t.Run("PausedReplicaGetsNoReads", s.pausedReplica)
+}
+
+const (
+	primary = "primary"
+	replica = "replica"
+)
+
+// open opens the backend with a fast monitor and makes the marker.
+func (s *ReplicaSuite) open(t *testing.T) Replicated {
+	b := s.Open(t, func(bc *tether.BackendConfig) {
+		bc.MonitorInterval = tether.Duration(50 * time.Millisecond)
+		bc.MaxReplicaLag = tether.Duration(30 * time.Second)
+	})
+	s.Marker(t, b)
+	return b
+}
+
+// Query runs sql through b for client cl (nil: no client) in transaction tx
+// (nil: none) and returns its first value as text, or the error.
+func Query(b Replicated, cl *sqlpool.Client, kind sqlpool.Kind, tx *sqlpool.Tx, sql string, params ...any) (string, *sqlpool.Request, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rb := tether.NewResultBuilder(1 << 20)
+	r := &sqlpool.Request{Kind: kind, SQL: sql, Params: params, Client: cl, Tx: tx}
+	if kind == sqlpool.KindQuery {
+		r.Sink = rb
+	}
+	if err := b.Do(ctx, r); err != nil {
+		return "", r, err
+	}
+	res := rb.Result()
+	if kind != sqlpool.KindQuery || len(res.Rows) == 0 || len(res.Rows[0]) == 0 {
+		return "", r, nil
+	}
+	if v, ok := res.Rows[0][0].([]byte); ok {
+		return string(v), r, nil
+	}
+	return fmt.Sprint(res.Rows[0][0]), r, nil
+}
+
+// query runs sql through the router for client cl (nil: no client) and
+// returns its first value as text.
+func query(t *testing.T, b Replicated, cl *sqlpool.Client, kind sqlpool.Kind, tx *sqlpool.Tx, sql string, params ...any) (string, *sqlpool.Request) {
+	t.Helper()
+	v, r, err := Query(b, cl, kind, tx, sql, params...)
+	if err != nil {
+		t.Fatalf("%s %q: %v", kind, sql, err)
+	}
+	return v, r
+}
+
+// awaitReplicaReads waits until the router sends reads to the replica (the
+// monitor's first answers).
+func (s *ReplicaSuite) awaitReplicaReads(t *testing.T, b Replicated) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s.Who(t, b, nil, nil, false) == replica {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reads still not on the replica after 10 s; hosts: %+v", b.Hosts())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// table creates a table through b (as the application's user, on the
+// primary) and waits until the replica has it.
+func (s *ReplicaSuite) table(t *testing.T, b Replicated, prefix string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1e9)
+	query(t, b, nil, sqlpool.KindExec, nil, "CREATE TABLE "+name+" (id INT PRIMARY KEY, v INT NOT NULL)")
+	t.Cleanup(func() { s.Primary.ExecContext(context.Background(), "DROP TABLE "+name) })
+	s.WaitCaughtUp(t)
+	return name
+}
+
+func (s *ReplicaSuite) readsAndWrites(t *testing.T) {
+	b := s.open(t)
+	tbl := s.table(t, b, "route")
+	s.awaitReplicaReads(t, b)
+
+	for i := 0; i < 20; i++ {
+		if got := s.Who(t, b, nil, nil, false); got != replica {
+			t.Fatalf("read %d outside a transaction ran on the %s, want the replica", i, got)
+		}
+	}
+	// A write runs on the primary: the replica would refuse it (read-only).
+	query(t, b, &sqlpool.Client{}, sqlpool.KindExec, nil, "INSERT INTO "+tbl+" (id, v) VALUES ("+s.P(1)+", "+s.P(2)+")", int64(1), int64(10))
+	var v int
+	if err := s.Primary.QueryRow("SELECT v FROM " + tbl + " WHERE id = 1").Scan(&v); err != nil || v != 10 {
+		t.Fatalf("the write is not on the primary: v = %d, %v", v, err)
+	}
+	// A locking read runs on the primary.
+	if got := s.Who(t, b, nil, nil, true); got != primary {
+		t.Errorf("SELECT ... FOR UPDATE ran on the %s, want the primary", got)
+	}
+	// A transaction runs on the primary, its reads included.
+	cl := &sqlpool.Client{}
+	_, begin := query(t, b, cl, sqlpool.KindBegin, nil, "")
+	tx := begin.NewTx
+	if tx == nil {
+		t.Fatal("begin returned no transaction")
+	}
+	if got := s.Who(t, b, cl, tx, false); got != primary {
+		t.Errorf("a read in a transaction ran on the %s, want the primary", got)
+	}
+	query(t, b, cl, sqlpool.KindCommit, tx, "")
+
+	hosts := b.Hosts()
+	if len(hosts) != 2 || !hosts[0].Primary || hosts[1].Primary || hosts[1].Reads < 20 || hosts[0].Writes < 3 {
+		t.Errorf("hosts' counters: %+v", hosts)
+	}
+}
+
+func (s *ReplicaSuite) readYourWrites(t *testing.T) {
+	b := s.open(t)
+	tbl := s.table(t, b, "ryw")
+	s.awaitReplicaReads(t, b)
+	s.DelayApply(t, 2*time.Second)
+	defer s.DelayApply(t, 0)
+
+	writer, bystander := &sqlpool.Client{}, &sqlpool.Client{}
+	stale := 0
+	for i := 1; i <= 10; i++ {
+		query(t, b, writer, sqlpool.KindExec, nil, "INSERT INTO "+tbl+" (id, v) VALUES ("+s.P(1)+", "+s.P(2)+")", int64(i), int64(i))
+		got, _ := query(t, b, writer, sqlpool.KindQuery, nil, "SELECT COUNT(*) FROM "+tbl)
+		if got != fmt.Sprint(i) {
+			t.Errorf("after its write %d the writer read %s rows", i, got)
+		}
+		// Another client's reads keep going to the replica, which lags.
+		if n, _ := query(t, b, bystander, sqlpool.KindQuery, nil, "SELECT COUNT(*) FROM "+tbl); n != fmt.Sprint(i) {
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Errorf("the bystander never read the lagging replica: the test proves nothing")
+	}
+	// Once the replica has applied the writes, the writer's reads spread
+	// again.
+	s.DelayApply(t, 0)
+	s.WaitCaughtUp(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s.Who(t, b, writer, nil, false) == replica {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer's reads stayed on the primary 10 s after the replica caught up; hosts: %+v", b.Hosts())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the bystander read a lagging replica %d times of 10; the writer never", stale)
+}
+
+func (s *ReplicaSuite) pausedReplica(t *testing.T) {
+	b := s.open(t)
+	s.awaitReplicaReads(t, b)
+	s.PauseApply(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.ResumeApply(t)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s.Who(t, b, nil, nil, false) == primary {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reads still on the paused replica after 10 s; hosts: %+v", b.Hosts())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; i < 10; i++ {
+		if got := s.Who(t, b, nil, nil, false); got != primary {
+			t.Fatalf("read %d ran on the %s while the replica does not apply; want the primary", i, got)
+		}
+	}
+	s.ResumeApply(t)
+	resumed = true
+	s.awaitReplicaReads(t, b)
+}
