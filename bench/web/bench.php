@@ -857,19 +857,12 @@ function report(array $argv): int
     }
     $out['probes'] = array_map(static fn ($p) => ['label' => $p['label'], 'rows' => $p['rows']], $spec['probes'] ?? []);
     foreach ($spec['probe_targets'] ?? [] as $t) {
-        $res = ['label' => $t['label'], 'max' => $t['max'], 'results' => []];
+        $res = ['label' => $t['label'], 'kind' => $t['kind'], 'max' => $t['max'], 'results' => []];
         foreach ($out['servers'] as $server => $srv) {
-            $probe = null;
-            foreach ($srv['probes'] as $pr) {
-                $probe = isset($pr[$t['row']]) ? $pr : $probe;
+            $c = probe_target($t, $srv['probes']);
+            if ($c !== null) {
+                $res['results'][$server] = $c;
             }
-            $row = $probe[$t['row']] ?? null;
-            $num = $t['kind'] === 'fresh' ? ($row['fresh']['mean_us'] ?? null) : ($row['steady']['mean_us'] ?? null);
-            $den = $t['kind'] === 'fresh' ? ($row['steady']['mean_us'] ?? null) : ($probe[$t['vs']]['steady']['mean_us'] ?? null);
-            if ($num === null || !$den) {
-                continue;
-            }
-            $res['results'][$server] = ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'met' => $num / $den <= $t['max']];
         }
         $out['probe_targets'][] = $res;
     }
@@ -878,6 +871,49 @@ function report(array $argv): int
     }
     print_report($out, $phases, $pool);
     return 0;
+}
+
+/**
+ * probe_target judges one probe target (rows.php 'probe_targets') on one server's probes, from the probe that holds
+ * all the rows it names (for a hop: row, held and ping, measured in the same interleaved requests). Null when no
+ * probe did.
+ *   fresh  ratio = fresh mean / steady mean of row (num_us, den_us)
+ *   hop    hop_us = steady mean of row (read_us) - mean database time of held, its X-Db-Us (held_us);
+ *          ping_us = steady mean of ping; ratio = hop_us / ping_us
+ * met: ratio <= max.
+ */
+function probe_target(array $t, array $probes): ?array
+{
+    $need = $t['kind'] === 'hop' ? [$t['row'], $t['held'], $t['ping']] : [$t['row']];
+    $probe = null;
+    foreach ($probes as $pr) {
+        if (!array_diff($need, array_keys($pr))) {
+            $probe = $pr;
+        }
+    }
+    if ($probe === null) {
+        return null;
+    }
+    if ($t['kind'] === 'fresh') {
+        $num = $probe[$t['row']]['fresh']['mean_us'] ?? null;
+        $den = $probe[$t['row']]['steady']['mean_us'] ?? null;
+        if ($num === null || !$den) {
+            return null;
+        }
+        return ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'met' => $num / $den <= $t['max']];
+    }
+    if ($t['kind'] !== 'hop') {
+        fail("probe target {$t['label']}: unknown kind {$t['kind']}");
+    }
+    $read = $probe[$t['row']]['steady']['mean_us'] ?? null;
+    $held = $probe[$t['held']]['steady']['db_us'] ?? null;
+    $ping = $probe[$t['ping']]['steady']['mean_us'] ?? null;
+    if ($read === null || $held === null || !$ping) {
+        return null;
+    }
+    $hop = $read - $held;
+    return ['ratio' => $hop / $ping, 'read_us' => $read, 'held_us' => $held, 'hop_us' => $hop, 'ping_us' => $ping,
+        'met' => $hop / $ping <= $t['max']];
 }
 
 function print_report(array $out, array $phases, int $pool): void
@@ -927,18 +963,7 @@ function print_report(array $out, array $phases, int $pool): void
         }
     }
     echo "\n";
-    if (!empty($out['probe_targets'])) {
-        echo "Read latency inside the page (from the probes below): each cell the ratio of two mean read times, and the two "
-            . "means.\n\n";
-        echo "| target | server | ratio | means, us |\n|---|---|---:|---:|\n";
-        foreach ($out['probe_targets'] as $t) {
-            foreach ($t['results'] as $server => $c) {
-                printf("| %s | %s | %s %s | %s / %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
-                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0));
-            }
-        }
-        echo "\n";
-    }
+    print_probe_targets($out, $serverName);
     print_probes($out, $serverName);
 
     echo "#### Results\n\n";
@@ -1003,6 +1028,49 @@ function print_report(array $out, array $phases, int $pool): void
 }
 
 /**
+ * print_probe_targets prints the targets judged on the probes (probe_target): the hop's own cost of each Tether
+ * read, in pings, and a fresh worker's first read over the steady one.
+ */
+function print_probe_targets(array $out, array $serverName): void
+{
+    $byKind = [];
+    foreach ($out['probe_targets'] ?? [] as $t) {
+        if ($t['results']) {
+            $byKind[$t['kind'] ?? 'fresh'][] = $t;
+        }
+    }
+    if (isset($byKind['hop'])) {
+        echo "The hop's own cost (from the probes below, steady means inside the page): a Tether read less the same read by "
+            . "a client held in a process (the Go service's own database call, from its Server-Timing header, made with the "
+            . "Go library tetherd uses for that backend), in Tether pings timed the same way in the same probe (the PHP "
+            . "client's ping). The hop is what Tether adds to the backend call: the PHP client's encoding and decoding, the "
+            . "round trip over the Unix socket, tetherd's dispatch and its encoding of the reply.\n\n";
+        echo "| target | server | hop / ping | hop, us | Tether read, us | held client's read, us | ping, us |\n";
+        echo "|---|---|---:|---:|---:|---:|---:|\n";
+        foreach ($byKind['hop'] as $t) {
+            foreach ($t['results'] as $server => $c) {
+                printf("| %s | %s | %s %s | %s | %s | %s | %s |\n", $t['label'], $serverName[$server] ?? $server,
+                    fmt($c['ratio'], 2), $c['met'] ? 'met' : '**not met**', fmt($c['hop_us'], 0), fmt($c['read_us'], 0),
+                    fmt($c['held_us'], 0), fmt($c['ping_us'], 0));
+            }
+        }
+        echo "\n";
+    }
+    if (isset($byKind['fresh'])) {
+        echo "A fresh worker's first read (from the probes below): the mean first read of fresh workers over the steady "
+            . "mean, and the two means.\n\n";
+        echo "| target | server | ratio | means, us |\n|---|---|---:|---:|\n";
+        foreach ($byKind['fresh'] as $t) {
+            foreach ($t['results'] as $server => $c) {
+                printf("| %s | %s | %s %s | %s / %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
+                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0));
+            }
+        }
+        echo "\n";
+    }
+}
+
+/**
  * print_probes prints the read-latency probes: per server, each probed row's read time inside the page in its
  * long-lived workers and in fresh ones.
  */
@@ -1025,8 +1093,9 @@ function print_probes(array $out, array $serverName): void
         . "request, 50 ms apart); every answer came from a different worker, so every read is the first of its worker: it "
         . "opens the worker's socket to tetherd or its keep-alive connection to the Go service. The page then reads once "
         . "more, timed apart (\"then a second read\": the same read with the connection open, in the same young process). "
-        . "Go service db: the time of its database call, from its Server-Timing header. Page: the whole request as curl "
-        . "saw it.\n\n";
+        . "Go service db: the time of its database call, from its Server-Timing header: the same read by a client held in "
+        . "a process. Tether ping: the PHP client's ping, timed the same way in the same probe (the unit of the hop "
+        . "targets above). Page: the whole request as curl saw it.\n\n";
     foreach ($out['servers'] as $server => $srv) {
         foreach ($srv['probes'] as $pk => $rows) {
             printf("##### %s: %s\n\n", $serverName[$server] ?? $server, $out['probes'][$pk]['label'] ?? $pk);
