@@ -507,6 +507,29 @@ function run_probe(array $probe, array $rowsByKey, string $url, ?string $freshUr
         $out[$key]['steady'] = $collect($reads[$key] ?? [], $leftOut[$key] ?? 0, count($seen[$key] ?? []));
     }
 
+    // Long-lived workers again, each request after the pause the fresh ones get (FRESH_PAUSE_US), as many as those:
+    // a first read in a fresh worker follows a pause in which every process involved went idle (tetherd, its
+    // backend's client, the backend), and a read after a pause pays for waking them up, fresh worker or not. These
+    // reads tell that cost from the fresh worker's own (its classes, its new socket).
+    if ($freshUrl !== null && $fresh > 0) {
+        $ch = curl_init();
+        $reads = $seen = [];
+        for ($i = 0; $i < $fresh; $i++) {
+            foreach ($probe['rows'] as $key) {
+                usleep(FRESH_PAUSE_US);
+                $r = $one($ch, $url, $rowsByKey[$key]);
+                if ($r !== null && isset($seen[$key][$r['pid']])) {
+                    $reads[$key][] = $r;
+                }
+                $seen[$key][$r['pid'] ?? 0] = true;
+            }
+        }
+        curl_close($ch);
+        foreach ($probe['rows'] as $key) {
+            $out[$key]['paused'] = $collect($reads[$key] ?? [], 0, count($seen[$key] ?? []));
+        }
+    }
+
     // Fresh workers: each answer must come from a pid never seen before. A pause between requests lets the server
     // start the next worker beforehand (apache2 forks at most 32 a second), so that a read does not share the CPUs
     // with a fork; each page reads twice (t=2), the second read for the diagnosis only.
@@ -878,7 +901,8 @@ function report(array $argv): int
  * probe_target judges one probe target (rows.php 'probe_targets') on one server's probes, from the probe that holds
  * all the rows it names (for a hop: row, held and ping, measured in the same interleaved requests). Null when no
  * probe did.
- *   fresh  ratio = fresh mean / steady mean of row (num_us, den_us)
+ *   fresh  ratio = fresh mean / steady mean of row (num_us, den_us); for the diagnosis also paused_ratio, over the
+ *          mean of the long-lived workers' reads after the same pause (paused_us)
  *   hop    hop_us = steady mean of row (read_us) - mean database time of held, its X-Db-Us (held_us);
  *          ping_us = steady mean of ping; ratio = hop_us / ping_us. Where the hop goes, when tetherd said how long
  *          it took (X-Server-Us, server_us): in tetherd beyond the held client's call (tetherd_us = server_us -
@@ -905,7 +929,9 @@ function probe_target(array $t, array $probes): ?array
         if ($num === null || !$den) {
             return null;
         }
-        return ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'met' => $num / $den <= $t['max']];
+        $paused = $probe[$t['row']]['paused']['mean_us'] ?? null;
+        return ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'paused_us' => $paused,
+            'paused_ratio' => $paused ? $num / $paused : null, 'met' => $num / $den <= $t['max']];
     }
     if ($t['kind'] !== 'hop') {
         fail("probe target {$t['label']}: unknown kind {$t['kind']}");
@@ -1069,12 +1095,17 @@ function print_probe_targets(array $out, array $serverName): void
     }
     if (isset($byKind['fresh'])) {
         echo "A fresh worker's first read (from the probes below): the mean first read of fresh workers over the steady "
-            . "mean, and the two means.\n\n";
-        echo "| target | server | ratio | means, us |\n|---|---|---:|---:|\n";
+            . "mean, and the two means. For the diagnosis, the same first read over the mean read of long-lived workers "
+            . "asked after the same 50 ms pause as the fresh ones (every process involved idle before the request, as "
+            . "before a fresh worker's first read): what is left is the fresh worker's own cost (its classes, its new "
+            . "socket).\n\n";
+        echo "| target | server | ratio | means, us | for the diagnosis: first / steady read after the same pause | means, us |\n";
+        echo "|---|---|---:|---:|---:|---:|\n";
         foreach ($byKind['fresh'] as $t) {
             foreach ($t['results'] as $server => $c) {
-                printf("| %s | %s | %s %s | %s / %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
-                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0));
+                printf("| %s | %s | %s %s | %s / %s | %s | %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
+                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0), fmt($c['paused_ratio'] ?? null, 2),
+                    ($c['paused_us'] ?? null) === null ? '-' : fmt($c['num_us'], 0) . ' / ' . fmt($c['paused_us'], 0));
             }
         }
         echo "\n";
@@ -1104,22 +1135,24 @@ function print_probes(array $out, array $serverName): void
         . "request, 50 ms apart); every answer came from a different worker, so every read is the first of its worker: it "
         . "opens the worker's socket to tetherd or its keep-alive connection to the Go service. The page then reads once "
         . "more, timed apart (\"then a second read\": the same read with the connection open, in the same young process). "
+        . "**Steady after a pause**: as many reads from the long-lived workers, each request after the same 50 ms pause "
+        . "(every process involved idle before it, as before a fresh worker's first read). "
         . "Go service db: the time of its database call, from its Server-Timing header: the same read by a client held in "
         . "a process. tetherd: its own time for the read, from its reply (Client::lastServerMicros()). Tether ping: the PHP client's ping, timed the same way in the same probe (the unit of the hop "
         . "targets above). Page: the whole request as curl saw it.\n\n";
     foreach ($out['servers'] as $server => $srv) {
         foreach ($srv['probes'] as $pk => $rows) {
             printf("##### %s: %s\n\n", $serverName[$server] ?? $server, $out['probes'][$pk]['label'] ?? $pk);
-            echo "| row | steady reads | mean us | p50 us | p99 us | of which Go service db, us | of which tetherd, us | page ms | fresh-worker first reads | mean us | p50 us | p99 us | first / steady (means) | then a second read, mean us |\n";
-            echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+            echo "| row | steady reads | mean us | p50 us | p99 us | of which Go service db, us | of which tetherd, us | page ms | steady after a 50 ms pause, mean us | fresh-worker first reads | mean us | p50 us | p99 us | first / steady (means) | then a second read, mean us |\n";
+            echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
             foreach ($rows as $key => $r) {
                 $row = $out['rows'][$key];
                 $st = $r['steady'];
                 $fr = $r['fresh'] ?? null;
-                printf("| %s | %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                printf("| %s | %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     ($row['role'] === 'tether' ? "**{$row['label']}**" : $row['label']) . ', ' . strtok($out['groups'][$row['group']], ':'),
                     $st['n'], $st['left_out'] ? " ({$st['left_out']} first reads left out)" : '',
-                    fmt($st['mean_us'], 0), fmt($st['p50_us'], 0), fmt($st['p99_us'], 0), fmt($st['db_us'], 0), fmt($st['server_us'] ?? null, 0), fmt($st['page_ms'], 2),
+                    fmt($st['mean_us'], 0), fmt($st['p50_us'], 0), fmt($st['p99_us'], 0), fmt($st['db_us'], 0), fmt($st['server_us'] ?? null, 0), fmt($st['page_ms'], 2), fmt($r['paused']['mean_us'] ?? null, 0),
                     $fr === null ? '-' : $fr['n'], fmt($fr['mean_us'] ?? null, 0), fmt($fr['p50_us'] ?? null, 0), fmt($fr['p99_us'] ?? null, 0),
                     $fr === null || !$st['mean_us'] || $fr['mean_us'] === null ? '-' : fmt($fr['mean_us'] / $st['mean_us'], 2),
                     fmt($fr['second_mean_us'] ?? null, 0));
