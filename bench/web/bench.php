@@ -473,6 +473,7 @@ function run_probe(array $probe, array $rowsByKey, string $url, ?string $freshUr
             return null;
         }
         return ['ns' => (int) $h['x-read-ns'], 'pid' => (int) $h['x-pid'], 'db_us' => isset($h['x-db-us']) ? (float) $h['x-db-us'] : null,
+            'server_us' => isset($h['x-server-us']) ? (float) $h['x-server-us'] : null,
             'ns2' => isset($h['x-read2-ns']) ? (int) $h['x-read2-ns'] : null, 'page_us' => $us];
     };
     $mean = static fn (array $v): ?float => ($v = array_filter($v, static fn ($x) => $x !== null)) ? array_sum($v) / count($v) : null;
@@ -480,7 +481,7 @@ function run_probe(array $probe, array $rowsByKey, string $url, ?string $freshUr
         $second = $mean(array_column($reads, 'ns2'));
         return ['n' => count($reads), 'left_out' => $leftOut, 'workers' => $workers]
             + latency_stats(array_column($reads, 'ns'))
-            + ['db_us' => $mean(array_column($reads, 'db_us')), 'second_mean_us' => $second === null ? null : $second / 1000,
+            + ['db_us' => $mean(array_column($reads, 'db_us')), 'server_us' => $mean(array_column($reads, 'server_us')), 'second_mean_us' => $second === null ? null : $second / 1000,
                 'page_ms' => $reads ? $mean(array_column($reads, 'page_us')) / 1000 : null];
     };
 
@@ -504,6 +505,29 @@ function run_probe(array $probe, array $rowsByKey, string $url, ?string $freshUr
     curl_close($ch);
     foreach ($probe['rows'] as $key) {
         $out[$key]['steady'] = $collect($reads[$key] ?? [], $leftOut[$key] ?? 0, count($seen[$key] ?? []));
+    }
+
+    // Long-lived workers again, each request after the pause the fresh ones get (FRESH_PAUSE_US), as many as those:
+    // a first read in a fresh worker follows a pause in which every process involved went idle (tetherd, its
+    // backend's client, the backend), and a read after a pause pays for waking them up, fresh worker or not. These
+    // reads tell that cost from the fresh worker's own (its classes, its new socket).
+    if ($freshUrl !== null && $fresh > 0) {
+        $ch = curl_init();
+        $reads = $seen = [];
+        for ($i = 0; $i < $fresh; $i++) {
+            foreach ($probe['rows'] as $key) {
+                usleep(FRESH_PAUSE_US);
+                $r = $one($ch, $url, $rowsByKey[$key]);
+                if ($r !== null && isset($seen[$key][$r['pid']])) {
+                    $reads[$key][] = $r;
+                }
+                $seen[$key][$r['pid'] ?? 0] = true;
+            }
+        }
+        curl_close($ch);
+        foreach ($probe['rows'] as $key) {
+            $out[$key]['paused'] = $collect($reads[$key] ?? [], 0, count($seen[$key] ?? []));
+        }
     }
 
     // Fresh workers: each answer must come from a pid never seen before. A pause between requests lets the server
@@ -857,19 +881,12 @@ function report(array $argv): int
     }
     $out['probes'] = array_map(static fn ($p) => ['label' => $p['label'], 'rows' => $p['rows']], $spec['probes'] ?? []);
     foreach ($spec['probe_targets'] ?? [] as $t) {
-        $res = ['label' => $t['label'], 'max' => $t['max'], 'results' => []];
+        $res = ['label' => $t['label'], 'kind' => $t['kind'], 'max' => $t['max'], 'results' => []];
         foreach ($out['servers'] as $server => $srv) {
-            $probe = null;
-            foreach ($srv['probes'] as $pr) {
-                $probe = isset($pr[$t['row']]) ? $pr : $probe;
+            $c = probe_target($t, $srv['probes']);
+            if ($c !== null) {
+                $res['results'][$server] = $c;
             }
-            $row = $probe[$t['row']] ?? null;
-            $num = $t['kind'] === 'fresh' ? ($row['fresh']['mean_us'] ?? null) : ($row['steady']['mean_us'] ?? null);
-            $den = $t['kind'] === 'fresh' ? ($row['steady']['mean_us'] ?? null) : ($probe[$t['vs']]['steady']['mean_us'] ?? null);
-            if ($num === null || !$den) {
-                continue;
-            }
-            $res['results'][$server] = ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'met' => $num / $den <= $t['max']];
         }
         $out['probe_targets'][] = $res;
     }
@@ -878,6 +895,58 @@ function report(array $argv): int
     }
     print_report($out, $phases, $pool);
     return 0;
+}
+
+/**
+ * probe_target judges one probe target (rows.php 'probe_targets') on one server's probes, from the probe that holds
+ * all the rows it names (for a hop: row, held and ping, measured in the same interleaved requests). Null when no
+ * probe did.
+ *   fresh  ratio = fresh mean / steady mean of row (num_us, den_us); for the diagnosis also paused_ratio, over the
+ *          mean of the long-lived workers' reads after the same pause (paused_us)
+ *   hop    hop_us = steady mean of row (read_us) - mean database time of held, its X-Db-Us (held_us);
+ *          ping_us = steady mean of ping; ratio = hop_us / ping_us. Where the hop goes, when tetherd said how long
+ *          it took (X-Server-Us, server_us): in tetherd beyond the held client's call (tetherd_us = server_us -
+ *          held_us: its dispatch, its own client's call against the held one's, the reply's encoding) and on the
+ *          way (way_us = read_us - server_us: the PHP client's encoding and decoding, the socket both ways, the
+ *          wake-ups)
+ * met: ratio <= max.
+ */
+function probe_target(array $t, array $probes): ?array
+{
+    $need = $t['kind'] === 'hop' ? [$t['row'], $t['held'], $t['ping']] : [$t['row']];
+    $probe = null;
+    foreach ($probes as $pr) {
+        if (!array_diff($need, array_keys($pr))) {
+            $probe = $pr;
+        }
+    }
+    if ($probe === null) {
+        return null;
+    }
+    if ($t['kind'] === 'fresh') {
+        $num = $probe[$t['row']]['fresh']['mean_us'] ?? null;
+        $den = $probe[$t['row']]['steady']['mean_us'] ?? null;
+        if ($num === null || !$den) {
+            return null;
+        }
+        $paused = $probe[$t['row']]['paused']['mean_us'] ?? null;
+        return ['ratio' => $num / $den, 'num_us' => $num, 'den_us' => $den, 'paused_us' => $paused,
+            'paused_ratio' => $paused ? $num / $paused : null, 'met' => $num / $den <= $t['max']];
+    }
+    if ($t['kind'] !== 'hop') {
+        fail("probe target {$t['label']}: unknown kind {$t['kind']}");
+    }
+    $read = $probe[$t['row']]['steady']['mean_us'] ?? null;
+    $held = $probe[$t['held']]['steady']['db_us'] ?? null;
+    $ping = $probe[$t['ping']]['steady']['mean_us'] ?? null;
+    if ($read === null || $held === null || !$ping) {
+        return null;
+    }
+    $hop = $read - $held;
+    $server = $probe[$t['row']]['steady']['server_us'] ?? null;
+    return ['ratio' => $hop / $ping, 'read_us' => $read, 'held_us' => $held, 'hop_us' => $hop, 'ping_us' => $ping,
+        'server_us' => $server, 'tetherd_us' => $server === null ? null : $server - $held,
+        'way_us' => $server === null ? null : $read - $server, 'met' => $hop / $ping <= $t['max']];
 }
 
 function print_report(array $out, array $phases, int $pool): void
@@ -927,18 +996,7 @@ function print_report(array $out, array $phases, int $pool): void
         }
     }
     echo "\n";
-    if (!empty($out['probe_targets'])) {
-        echo "Read latency inside the page (from the probes below): each cell the ratio of two mean read times, and the two "
-            . "means.\n\n";
-        echo "| target | server | ratio | means, us |\n|---|---|---:|---:|\n";
-        foreach ($out['probe_targets'] as $t) {
-            foreach ($t['results'] as $server => $c) {
-                printf("| %s | %s | %s %s | %s / %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
-                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0));
-            }
-        }
-        echo "\n";
-    }
+    print_probe_targets($out, $serverName);
     print_probes($out, $serverName);
 
     echo "#### Results\n\n";
@@ -1003,6 +1061,58 @@ function print_report(array $out, array $phases, int $pool): void
 }
 
 /**
+ * print_probe_targets prints the targets judged on the probes (probe_target): the hop's own cost of each Tether
+ * read, in pings, and a fresh worker's first read over the steady one.
+ */
+function print_probe_targets(array $out, array $serverName): void
+{
+    $byKind = [];
+    foreach ($out['probe_targets'] ?? [] as $t) {
+        if ($t['results']) {
+            $byKind[$t['kind'] ?? 'fresh'][] = $t;
+        }
+    }
+    if (isset($byKind['hop'])) {
+        echo "The hop's own cost (from the probes below, steady means inside the page): a Tether read less the same read by "
+            . "a client held in a process (the Go service's own database call, from its Server-Timing header, made with the "
+            . "Go library tetherd uses for that backend), in Tether pings timed the same way in the same probe (the PHP "
+            . "client's ping). The hop is what Tether adds to the backend call: the PHP client's encoding and decoding, the "
+            . "round trip over the Unix socket, tetherd's dispatch and its encoding of the reply. Where it goes: tetherd's "
+            . "own time for the read (from reading the request to its reply, as its reply says: Client::lastServerMicros()) "
+            . "less the held client's call is spent in tetherd; the Tether read less tetherd's time is the way, in PHP and "
+            . "on the socket.\n\n";
+        echo "| target | server | hop / ping | hop, us | Tether read, us | held client's read, us | ping, us | hop in tetherd, us | hop on the way (PHP client, socket), us |\n";
+        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        foreach ($byKind['hop'] as $t) {
+            foreach ($t['results'] as $server => $c) {
+                // Three decimals where two would round a miss down to the target (2.004 is not 2.00).
+                printf("| %s | %s | %s %s | %s | %s | %s | %s | %s | %s |\n", $t['label'], $serverName[$server] ?? $server,
+                    fmt($c['ratio'], !$c['met'] && round($c['ratio'], 2) <= $t['max'] ? 3 : 2), $c['met'] ? 'met' : '**not met**', fmt($c['hop_us'], 0), fmt($c['read_us'], 0),
+                    fmt($c['held_us'], 0), fmt($c['ping_us'], 0), fmt($c['tetherd_us'] ?? null, 0), fmt($c['way_us'] ?? null, 0));
+            }
+        }
+        echo "\n";
+    }
+    if (isset($byKind['fresh'])) {
+        echo "A fresh worker's first read (from the probes below): the mean first read of fresh workers over the steady "
+            . "mean, and the two means. For the diagnosis, the same first read over the mean read of long-lived workers "
+            . "asked after the same 50 ms pause as the fresh ones (every process involved idle before the request, as "
+            . "before a fresh worker's first read): what is left is the fresh worker's own cost (its classes, its new "
+            . "socket).\n\n";
+        echo "| target | server | ratio | means, us | for the diagnosis: first / steady read after the same pause | means, us |\n";
+        echo "|---|---|---:|---:|---:|---:|\n";
+        foreach ($byKind['fresh'] as $t) {
+            foreach ($t['results'] as $server => $c) {
+                printf("| %s | %s | %s %s | %s / %s | %s | %s |\n", $t['label'], $serverName[$server] ?? $server, fmt($c['ratio'], 2),
+                    $c['met'] ? 'met' : '**not met**', fmt($c['num_us'], 0), fmt($c['den_us'], 0), fmt($c['paused_ratio'] ?? null, 2),
+                    ($c['paused_us'] ?? null) === null ? '-' : fmt($c['num_us'], 0) . ' / ' . fmt($c['paused_us'], 0));
+            }
+        }
+        echo "\n";
+    }
+}
+
+/**
  * print_probes prints the read-latency probes: per server, each probed row's read time inside the page in its
  * long-lived workers and in fresh ones.
  */
@@ -1025,21 +1135,24 @@ function print_probes(array $out, array $serverName): void
         . "request, 50 ms apart); every answer came from a different worker, so every read is the first of its worker: it "
         . "opens the worker's socket to tetherd or its keep-alive connection to the Go service. The page then reads once "
         . "more, timed apart (\"then a second read\": the same read with the connection open, in the same young process). "
-        . "Go service db: the time of its database call, from its Server-Timing header. Page: the whole request as curl "
-        . "saw it.\n\n";
+        . "**Steady after a pause**: as many reads from the long-lived workers, each request after the same 50 ms pause "
+        . "(every process involved idle before it, as before a fresh worker's first read). "
+        . "Go service db: the time of its database call, from its Server-Timing header: the same read by a client held in "
+        . "a process. tetherd: its own time for the read, from its reply (Client::lastServerMicros()). Tether ping: the PHP client's ping, timed the same way in the same probe (the unit of the hop "
+        . "targets above). Page: the whole request as curl saw it.\n\n";
     foreach ($out['servers'] as $server => $srv) {
         foreach ($srv['probes'] as $pk => $rows) {
             printf("##### %s: %s\n\n", $serverName[$server] ?? $server, $out['probes'][$pk]['label'] ?? $pk);
-            echo "| row | steady reads | mean us | p50 us | p99 us | of which Go service db, us | page ms | fresh-worker first reads | mean us | p50 us | p99 us | first / steady (means) | then a second read, mean us |\n";
-            echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+            echo "| row | steady reads | mean us | p50 us | p99 us | of which Go service db, us | of which tetherd, us | page ms | steady after a 50 ms pause, mean us | fresh-worker first reads | mean us | p50 us | p99 us | first / steady (means) | then a second read, mean us |\n";
+            echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
             foreach ($rows as $key => $r) {
                 $row = $out['rows'][$key];
                 $st = $r['steady'];
                 $fr = $r['fresh'] ?? null;
-                printf("| %s | %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                printf("| %s | %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     ($row['role'] === 'tether' ? "**{$row['label']}**" : $row['label']) . ', ' . strtok($out['groups'][$row['group']], ':'),
                     $st['n'], $st['left_out'] ? " ({$st['left_out']} first reads left out)" : '',
-                    fmt($st['mean_us'], 0), fmt($st['p50_us'], 0), fmt($st['p99_us'], 0), fmt($st['db_us'], 0), fmt($st['page_ms'], 2),
+                    fmt($st['mean_us'], 0), fmt($st['p50_us'], 0), fmt($st['p99_us'], 0), fmt($st['db_us'], 0), fmt($st['server_us'] ?? null, 0), fmt($st['page_ms'], 2), fmt($r['paused']['mean_us'] ?? null, 0),
                     $fr === null ? '-' : $fr['n'], fmt($fr['mean_us'] ?? null, 0), fmt($fr['p50_us'] ?? null, 0), fmt($fr['p99_us'] ?? null, 0),
                     $fr === null || !$st['mean_us'] || $fr['mean_us'] === null ? '-' : fmt($fr['mean_us'] / $st['mean_us'], 2),
                     fmt($fr['second_mean_us'] ?? null, 0));

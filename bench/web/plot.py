@@ -185,8 +185,9 @@ def plot_reads(res, out):
     for pk, probe in res.get("probes", {}).items():
         for key in probe["rows"]:
             row = res["rows"][key]
-            entries.append(("%s, %s" % (row["label"].split(" (")[0], GROUP_SHORT.get(row["group"], row["group"])),
-                            row["role"], key, pk))
+            # A ping (the unit of the hop targets) is in every probe: say which.
+            where = "in the %s probe" % pk if row["group"] == "floor" else GROUP_SHORT.get(row["group"], row["group"])
+            entries.append(("%s, %s" % (row["label"].split(" (")[0], where), row["role"], key, pk))
     fig, axes = plt.subplots(1, len(servers), figsize=(8 * len(servers) + 2, 0.75 * len(entries) + 2.5), squeeze=False,
                              sharey=True)
     quick = " (QUICK MODE: too few reads to quote)" if res.get("quick") else ""

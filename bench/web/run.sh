@@ -29,6 +29,9 @@
 #   after --, options for bench.php: --rounds N (3), --seconds S (1.5: each measured ab run is sized to last about
 #                             S seconds from a calibration run), --only KEY,KEY (rows), --settings c10,c10k,c100,c100k
 #
+# Only the read-latency probes of seeds E1 and E2 (the hop's own cost, the fresh worker), about 2 minutes in all:
+#   bash bench/web/run.sh --servers nginx -- --only tether-ping,tether-cass-row,go-cass-row,tether-cass-super,go-cass-super,tether-bt-point,go-bt-point --rounds 1 --settings c10k --seconds 1
+#
 # Environment (all optional): BENCH_WEB_NGINX_PORT (18080), BENCH_WEB_APACHE_PORT (18081), BENCH_WEB_APACHE_FRESH_PORT
 # (18082), BENCH_WEB_GO_PORT (18089), BENCH_WEB_MARIADB_PORT (21306), BENCH_WEB_PG_PORT (21432),
 # BENCH_WEB_PGBOUNCER_PORT (21532), BENCH_WEB_CASSANDRA_PORT (19242; storage 17200, JMX 17299),

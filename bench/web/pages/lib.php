@@ -133,9 +133,11 @@ function bt_row(?array $row): ?array
 /**
  * timed runs $read, a page's data access (from getting the client to holding the decoded row), and returns its
  * result. With ?t=1, which only the driver's read-latency probe sends, it also answers how long that took and which
- * worker ran it, as headers: X-Read-Ns (hrtime), X-Pid, and X-Db-Us when the Go service said how long its database
- * call took (Server-Timing). With ?t=2 it then runs $read once more and sends that time too (X-Read2-Ns): in a fresh
- * worker, the second read tells the first read's connect and first-time costs from the rest. Under ab there is no
+ * worker ran it, as headers: X-Read-Ns (hrtime), X-Pid, X-Db-Us when the Go service said how long its database
+ * call took (Server-Timing), and X-Server-Us when the read went through tetherd and its reply said how long tetherd
+ * took, from reading the request to its reply (Client::lastServerMicros(); a ping's reply says nothing). With ?t=2
+ * it then runs $read once more and sends that time too (X-Read2-Ns): in a fresh worker, the second read tells the
+ * first read's connect and first-time costs from the rest. Under ab there is no
  * ?t, and a page does and sends nothing more than the others.
  */
 function timed(callable $read): mixed
@@ -149,6 +151,12 @@ function timed(callable $read): mixed
         header('X-Pid: ' . getmypid());
         if ($db !== null) {
             header(sprintf('X-Db-Us: %.0f', $db * 1000));
+        }
+        // Only a page that made a Client has its class (classes are per PHP request); every Client of the request
+        // shares its one connection, so a new one answers for the read's.
+        $server = class_exists(Tether\Client::class, false) ? tether()->lastServerMicros() : null;
+        if ($server !== null) {
+            header("X-Server-Us: $server");
         }
         if ($_GET['t'] === '2') {
             $t0 = hrtime(true);

@@ -1,4 +1,4 @@
 <?php
 require __DIR__ . '/lib.php';
-tether()->ping();
+timed(static fn () => tether()->ping());
 echo "pong\n";
