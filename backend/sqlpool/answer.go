@@ -138,10 +138,17 @@ func (p *Pool) settle(c *Conn, r *Request) {
 	}
 }
 
-// finish calls r.Done once.
+// finish calls r.Done once; first its Intercept, which may take the request
+// back (a router resubmitting it elsewhere).
 func (p *Pool) finish(r *Request) {
 	if r.State.Finished {
 		return
+	}
+	if f := r.State.Intercept; f != nil {
+		r.State.Intercept = nil
+		if f(r) {
+			return
+		}
 	}
 	r.State.Finished = true
 	r.Done(r)

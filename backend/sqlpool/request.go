@@ -87,7 +87,12 @@ type Request struct {
 type State struct {
 	// Pool is the pool the request was submitted to: where a router over
 	// several pools (backend/sqlroute) abandons it.
-	Pool      *Pool
+	Pool *Pool
+	// Intercept, when set (by a router, as it submits), is called once with
+	// the outcome set, before Done: returning true takes the request back
+	// (Done is not called; the router resubmits it or answers it later). A
+	// router sets a function value bound once, not a closure per request.
+	Intercept func(*Request) bool
 	Queued    time.Time // when it entered the wait queue
 	Sent      time.Time // when it was sent, if others were waiting then (to learn what statements cost)
 	Conn      any       // the pool's connection it was sent on
