@@ -2,6 +2,7 @@ package tether
 
 import (
 	"context"
+	"time"
 )
 
 // Backend is one configured data store or service behind tetherd, with its
@@ -191,4 +192,67 @@ type PoolStats struct {
 	// IllegalMoves counts the moves a pool's state table refused: each is a
 	// bug in tetherd, logged with its stack; 0 in a healthy daemon.
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`
+}
+
+// TopologyReporter is a backend over several servers of one database (a
+// primary and its replicas: backend/sqlroute) that reports each, for
+// operators (/metrics, /status.json, tether pools, the status page).
+type TopologyReporter interface {
+	Topology() TopologyStats
+}
+
+// TopologyStats is a replicated backend's hosts and what routing did.
+type TopologyStats struct {
+	Hosts []HostStats `json:"hosts"`
+	// Failovers are the last moves of writes from one host to another (or
+	// to none), oldest first; FailoversTotal counts them all.
+	Failovers      []Failover `json:"failovers"`
+	FailoversTotal uint64     `json:"failovers_total"`
+	// CausalPrimary counts the reads that could have gone to a replica but
+	// went to the primary because no replica had the client's last write
+	// yet; CausalReplica the reads of such clients a replica served once it
+	// had it.
+	CausalPrimary uint64 `json:"causal_primary"`
+	CausalReplica uint64 `json:"causal_replica"`
+	// PrimaryWaits counts the requests that waited for a host to take
+	// writes; PrimaryWaitTimeouts those answered unavailable when none did in
+	// time.
+	PrimaryWaits        uint64 `json:"primary_waits"`
+	PrimaryWaitTimeouts uint64 `json:"primary_wait_timeouts"`
+}
+
+// HostStats is one server of a replicated backend: what it says it is, what
+// routing makes of it, and its pool.
+type HostStats struct {
+	Addr string `json:"addr"`
+	// Role is what the host last said it is: primary, replica or unknown.
+	Role string `json:"role"`
+	// State is what routing does with it: "writes" (the primary), "reads"
+	// (a replica that serves reads), "shunned" (a replica kept out of
+	// reads: Why says why), "unreachable", "unprobed" or "standby" (says it
+	// takes writes but another host has them).
+	State string `json:"state"`
+	Why   string `json:"why,omitempty"`
+	// LagSeconds is the replica's delay as it reports it, when LagKnown.
+	LagSeconds float64 `json:"lag_seconds"`
+	LagKnown   bool    `json:"lag_known"`
+	// Position is what it has applied (a replica) or written (a primary).
+	Position  string    `json:"position"`
+	CheckedAt time.Time `json:"checked_at"`
+	// Reads counts replica-safe reads routed to it as a replica; Writes the
+	// requests routed to it as the primary.
+	Reads  uint64 `json:"reads"`
+	Writes uint64 `json:"writes"`
+	// Shunned counts the times it was taken out of reads.
+	Shunned uint64    `json:"shunned"`
+	Pool    PoolStats `json:"pool"`
+}
+
+// Failover is one move of writes.
+type Failover struct {
+	At   time.Time `json:"at"`
+	From string    `json:"from"` // "" when no host took writes before
+	To   string    `json:"to"`   // "" when no host takes writes now
+	// Why says what the hosts reported then.
+	Why string `json:"why"`
 }
