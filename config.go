@@ -148,6 +148,10 @@ type BackendConfig struct {
 	MaxReplicaLag Duration `toml:"max_replica_lag"`
 	// MonitorInterval is how often each host is asked its role and lag.
 	MonitorInterval Duration `toml:"monitor_interval"`
+	// PrimaryWait is how long a statement that needs the primary waits
+	// while no host takes writes (a failover) before it is answered
+	// unavailable; 0: at once.
+	PrimaryWait Duration `toml:"primary_wait"`
 	// Options holds the settings only its type has, read from their
 	// sub-table ([backends.NAME.http] for http) by the type's
 	// BackendOptions.Decode (registry.go); nil for a type without any, and
@@ -212,6 +216,7 @@ func DefaultBackendConfig(typ, dsn string) BackendConfig {
 
 		MaxReplicaLag:   Duration(5 * time.Second),
 		MonitorInterval: Duration(time.Second),
+		PrimaryWait:     Duration(5 * time.Second),
 	}
 }
 
@@ -530,6 +535,9 @@ func (c *Config) Validate() error {
 		}
 		if b.MaxReplicaLag < 0 {
 			bad(f+"max_replica_lag", b.MaxReplicaLag, "must not be negative")
+		}
+		if b.PrimaryWait < 0 {
+			bad(f+"primary_wait", b.PrimaryWait, "must not be negative")
 		}
 		if b.MonitorInterval <= 0 && len(b.Replicas) > 0 {
 			bad(f+"monitor_interval", b.MonitorInterval, "must be positive")
