@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	tether "github.com/tether-php/tether"
@@ -37,7 +38,8 @@ func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
 // It connects nothing.
 func NewReplicated(cfg tether.BackendConfig) (*Replicated, error) {
 	b := &Replicated{}
-	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "mysql", Dialect: sqltables.MySQL, Covers: gtidCovers},
+	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "mysql", Dialect: sqltables.MySQL, Covers: gtidCovers,
+		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: readOnlyRefusal},
 		func(hc tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error) {
 			hb, err := New(hc)
 			if err != nil {
@@ -95,3 +97,11 @@ var (
 	_ tether.ChangeFollower = (*Replicated)(nil)
 	_ sqlpool.Backend       = (*Replicated)(nil)
 )
+
+// readOnlyRefusal reports whether err is the server refusing a statement
+// because it runs read-only (ER_OPTION_PREVENTS_STATEMENT, 1290: "running
+// with the --read-only option"): it did not run it.
+func readOnlyRefusal(err error) bool {
+	var te *tether.Error
+	return errors.As(err, &te) && te.BackendCode == "1290"
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,7 +40,8 @@ func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
 // It connects nothing.
 func NewReplicated(cfg tether.BackendConfig) (*Replicated, error) {
 	b := &Replicated{}
-	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "postgres", Dialect: sqltables.PostgreSQL, Covers: lsnCovers},
+	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "postgres", Dialect: sqltables.PostgreSQL, Covers: lsnCovers,
+		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: replicaRefusal},
 		func(hc tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error) {
 			hb, err := New(hc)
 			if err != nil {
@@ -109,3 +111,22 @@ var (
 	_ tether.ChangeFollower = (*Replicated)(nil)
 	_ sqlpool.Backend       = (*Replicated)(nil)
 )
+
+// readOnlyRefusal reports whether err is the server refusing a statement in
+// a read-only transaction (25006, read_only_sql_transaction: a standby, or
+// default_transaction_read_only): it did not run it.
+func readOnlyRefusal(err error) bool {
+	var te *tether.Error
+	return errors.As(err, &te) && te.BackendCode == "25006"
+}
+
+// replicaRefusal reports whether err is a standby refusing, before any row,
+// what only a primary can run: a write (25006), or a read of a temporary or
+// unlogged relation (0A000 "... during recovery").
+func replicaRefusal(err error) bool {
+	var te *tether.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	return te.BackendCode == "25006" || te.BackendCode == "0A000" && strings.Contains(te.Message, "during recovery")
+}

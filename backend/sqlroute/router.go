@@ -4,7 +4,7 @@
 // that sends each request to a host by what the hosts say, never by the
 // configuration alone.
 //
-// Routing, decided on the loop goroutine for every request:
+// Routing, decided on the loop goroutine for every request (route.go):
 //
 //   - a statement of a transaction goes to its transaction's pool; a begin,
 //     and every statement that is not a replica-safe read
@@ -17,14 +17,18 @@
 //     until a replica has applied what the primary had written once the
 //     write was answered (a probe of the primary that started after the
 //     answer gives that position, and a replica qualifies once its own
-//     position covers it). The client's later reads then spread again.
+//     position covers it). The client's later reads then spread again;
+//   - a read a replica refuses as a replica (a PostgreSQL standby and an
+//     unlogged table) runs again on the primary: the replica did not run it.
 //
 // The primary is the host that says it takes writes (MariaDB read_only off,
-// PostgreSQL not in recovery). Until the monitor's first answers it is the
-// host of the backend's dsn; when another host says so and the current one
-// no longer does (a promotion), writes move to it; a host that says it is
-// read-only gets no write from the router. While no host says it takes
-// writes, writes are answered unavailable (retry) rather than sent.
+// PostgreSQL not in recovery; hosts.go). Until the monitor's first answers it
+// is the host of the backend's dsn; when another host says so and the
+// current one no longer does (a promotion), writes move to it. A host that
+// says it is read-only gets no write from the router, and a write a host
+// refuses as read-only (it did not run) waits for the next primary. While no
+// host takes writes, what needs the primary waits up to primary_wait for
+// one, then is answered unavailable (retry).
 package sqlroute
 
 import (
@@ -32,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,15 +69,25 @@ type Config struct {
 	MaxReplicaLag time.Duration
 	// Interval is how often each host is probed.
 	Interval time.Duration
+	// PrimaryWait bounds how long what needs the primary waits while no
+	// host takes writes (a failover); 0: answered unavailable at once.
+	PrimaryWait time.Duration
 	// Covers reports whether position have (a replica's) includes
 	// everything in position want (the primary's), in the protocol's form.
 	Covers func(have, want string) bool
-	Log    *slog.Logger
+	// ReadOnlyRefusal reports whether err is a server refusing a statement
+	// because it is read-only: it did not run it.
+	ReadOnlyRefusal func(err error) bool
+	// ReplicaRefusal reports whether err is a replica refusing, before any
+	// row, a read it cannot run as a replica: it did not run it.
+	ReplicaRefusal func(err error) bool
+	Log            *slog.Logger
 }
 
 // Router is a replicated SQL backend. It implements tether.Backend,
-// tether.Querier and tether.Transactor (through the primary), and the loop
-// API of sqlpool.Backend, routing each request to a host's pool.
+// tether.Querier and tether.Transactor (through the primary),
+// tether.TopologyReporter, and the loop API of sqlpool.Backend, routing each
+// request to a host's pool.
 type Router struct {
 	cfg   Config
 	hosts []*host
@@ -82,8 +95,8 @@ type Router struct {
 	log   *slog.Logger
 	label string
 
-	// primary is the host writes go to, nil while no host says it takes
-	// writes. Set on the loop goroutine, read from any (the Go API).
+	// primary is the host writes go to, nil while no host takes writes. Set
+	// on the loop goroutine, read from any (the Go API, Topology).
 	primary atomic.Pointer[host]
 
 	loop    *evloop.Loop
@@ -91,38 +104,58 @@ type Router struct {
 
 	// Loop goroutine only.
 	an       sqltables.Analyzer
-	replicas []*host // the replicas reads may go to now
-	next     int     // the replica the next read goes to, in turn
-	stats    []topology.HostStatus
+	replicas []*host            // the replicas reads may go to now
+	next     int                // the replica the next read goes to, in turn
+	waiting  []*sqlpool.Request // what needs the primary while none takes writes
+	// onPrimary and onReplica are the Intercepts of requests sent to the
+	// primary and to a replica, bound once (no closure per request).
+	onPrimary, onReplica func(*sqlpool.Request) bool
 
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	openOnce sync.Once
+	// Counters and the operators' view, read by Topology from any goroutine.
+	causalToPrimary, causalToReplica  atomic.Uint64
+	primaryWaits, primaryWaitTimeouts atomic.Uint64
+	failoversTotal                    atomic.Uint64
+	viewMu                            sync.Mutex
+	failovers                         []tether.Failover // the last maxFailovers, oldest first
+	stop                              chan struct{}
+	wg                                sync.WaitGroup
+	openOnce                          sync.Once
 }
 
 type host struct {
 	Host
 	index int
 	// Loop goroutine only.
-	status topology.HostStatus
-	// Counters, read by Stats from any goroutine.
-	reads, writes atomic.Uint64
+	status    topology.HostStatus
+	readable  bool      // a replica reads go to now
+	demotedAt time.Time // when it refused a write as read-only
+	// The operators' view, under Router.viewMu.
+	state, why string
+	// Counters, read by Topology from any goroutine.
+	reads, writes, shunned atomic.Uint64
 }
 
 // clientRoute is the router's state of one client (sqlpool.Client.Route).
 type clientRoute struct {
-	// writing counts the client's writes sent and not answered yet.
+	// writing counts the client's requests on the primary not answered yet.
 	writing int
-	// wroteAt is when the client's last write was answered; zero when its
-	// reads may go to any replica.
+	// wroteAt is when the client's last request on the primary was
+	// answered; zero when its reads may go to any replica.
 	wroteAt time.Time
 	// want, once known, is the primary's position after that write: a
 	// replica that covers it has the write.
 	want string
 }
 
-// probeTimeout is the least time a probe is given.
-const probeTimeout = 2 * time.Second
+const (
+	// probeTimeout is the least time a probe is given.
+	probeTimeout = 2 * time.Second
+	// maxFailovers bounds the failovers kept for operators.
+	maxFailovers = 16
+	// maxWaiting bounds the requests waiting for a primary; past it they are
+	// answered unavailable at once.
+	maxWaiting = 4096
+)
 
 // ErrNoPrimary: no host says it takes writes now.
 var ErrNoPrimary = errors.New("no host takes writes")
@@ -140,9 +173,10 @@ func New(cfg Config, hosts []Host) (*Router, error) {
 		cfg.Log = slog.Default()
 	}
 	r := &Router{cfg: cfg, log: cfg.Log, label: cfg.Type, stop: make(chan struct{})}
+	r.onPrimary, r.onReplica = r.primaryAnswered, r.replicaAnswered
 	mh := make([]topology.Host, len(hosts))
 	for i, h := range hosts {
-		r.hosts = append(r.hosts, &host{Host: h, index: i})
+		r.hosts = append(r.hosts, &host{Host: h, index: i, state: "unprobed"})
 		mh[i] = topology.Host{Addr: h.Addr, Prober: h.Prober}
 	}
 	// A probe may take longer than a short interval (a connect, a loaded
@@ -154,8 +188,31 @@ func New(cfg Config, hosts []Host) (*Router, error) {
 	}
 	r.mon = mon
 	r.primary.Store(r.hosts[0])
-	r.stats = make([]topology.HostStatus, len(hosts))
 	return r, nil
+}
+
+// NewFromConfig builds a router from a backend's config: one host for its
+// dsn and one for each of its replicas, each made by newHost from a copy of
+// cfg with that DSN (its pool, unopened, its prober and its address).
+func NewFromConfig(cfg tether.BackendConfig, rc Config, newHost func(tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error)) (*Router, error) {
+	dsns := append([]string{cfg.DSN}, cfg.Replicas...)
+	hosts := make([]Host, 0, len(dsns))
+	for i, dsn := range dsns {
+		hc := cfg
+		hc.DSN, hc.Replicas = dsn, nil
+		p, pr, addr, err := newHost(hc)
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("replicas[%d]: %w", i-1, err)
+		}
+		hosts = append(hosts, Host{Addr: addr, Pool: p, Prober: pr})
+	}
+	rc.MaxReplicaLag = time.Duration(cfg.MaxReplicaLag)
+	rc.Interval = time.Duration(cfg.MonitorInterval)
+	rc.PrimaryWait = time.Duration(cfg.PrimaryWait)
+	return New(rc, hosts)
 }
 
 // SetName names the backend in logs and in the panics its pools count.
@@ -205,220 +262,13 @@ func (r *Router) Open(ctx context.Context) error {
 	return nil
 }
 
-// watch hands the monitor's statuses to the loop a few times an interval, so
-// that routing follows lag as well as roles.
-func (r *Router) watch() {
-	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.Interval / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-			st := r.mon.Statuses()
-			if r.loop == nil || r.loop.Post(func() { r.update(st) }) != nil {
-				return
-			}
-		}
+// PrimaryIndex returns the index of the host writes go to now (0 is the
+// dsn's), or -1 while none takes writes. Any goroutine.
+func (r *Router) PrimaryIndex() int {
+	if h := r.primary.Load(); h != nil {
+		return h.index
 	}
-}
-
-// update takes the hosts' latest statuses: who takes writes, which replicas
-// take reads. Loop goroutine.
-func (r *Router) update(st []topology.HostStatus) {
-	r.stats = st
-	for i, h := range r.hosts {
-		h.status = st[i]
-	}
-	cur := r.primary.Load()
-	var writable []*host
-	for _, h := range r.hosts {
-		if h.status.Reachable() && h.status.Role == topology.RolePrimary && !h.status.ReadOnly {
-			writable = append(writable, h)
-		}
-	}
-	var next *host
-	switch {
-	case len(writable) == 0:
-		// Nothing says it takes writes. The current primary keeps them while
-		// it has not answered (before the first probe, or a probe that
-		// failed: a slow or dead host fails its writes by itself, as a
-		// backend of one host does); once it answers that it is read-only
-		// or a replica, it gets none.
-		if cur != nil && (!answered(cur.status) || !cur.status.Reachable()) {
-			next = cur
-		}
-	case cur != nil && contains(writable, cur):
-		next = cur
-	default:
-		next = writable[0]
-		if len(writable) > 1 {
-			r.log.Warn("several hosts say they take writes; writes go to the first configured",
-				"backend", r.label, "hosts", addrs(writable), "primary", next.Addr)
-		}
-	}
-	if next != cur {
-		switch {
-		case next == nil:
-			r.log.Warn("no host takes writes; writes are refused until one does", "backend", r.label, "was", cur.Addr,
-				"status", describe(cur.status))
-		case cur == nil:
-			r.log.Info("a host takes writes again", "backend", r.label, "primary", next.Addr)
-		default:
-			r.log.Warn("writes move to a new primary", "backend", r.label, "from", cur.Addr, "to", next.Addr)
-		}
-		r.primary.Store(next)
-	}
-	r.replicas = r.replicas[:0]
-	for _, h := range r.hosts {
-		if h != next && r.readable(h.status) {
-			r.replicas = append(r.replicas, h)
-		}
-	}
-}
-
-// readable reports whether a host may serve reads as a replica now.
-func (r *Router) readable(s topology.HostStatus) bool {
-	if !s.Reachable() || s.Role != topology.RoleReplica || !s.Replicating {
-		return false
-	}
-	return r.cfg.MaxReplicaLag == 0 || s.LagKnown && s.Lag <= r.cfg.MaxReplicaLag
-}
-
-// Submit routes req to a host's pool. Loop goroutine.
-func (r *Router) Submit(req *sqlpool.Request) {
-	if req.Tx != nil {
-		if p := req.Tx.Pool; p != nil {
-			p.Submit(req)
-			return
-		}
-	}
-	if (req.Kind == sqlpool.KindQuery || req.Kind == sqlpool.KindExec) && req.Tx == nil {
-		if h := r.replicaFor(req); h != nil {
-			h.reads.Add(1)
-			h.Pool.Submit(req)
-			return
-		}
-	}
-	p := r.primary.Load()
-	if p == nil {
-		req.State.Finished = true
-		req.Err = r.noPrimaryErr()
-		req.Done(req)
-		return
-	}
-	p.writes.Add(1)
-	if req.Kind == sqlpool.KindExec || req.Kind == sqlpool.KindQuery {
-		r.noteWrite(req)
-	}
-	p.Pool.Submit(req)
-}
-
-// replicaFor returns the replica req may run on, or nil for the primary.
-func (r *Router) replicaFor(req *sqlpool.Request) *host {
-	if len(r.replicas) == 0 {
-		return nil
-	}
-	if !r.an.Analyze(r.cfg.Dialect, req.SQL).ReplicaSafe {
-		return nil
-	}
-	var cr *clientRoute
-	if req.Client != nil {
-		cr, _ = req.Client.Route.(*clientRoute)
-	}
-	if cr != nil && (cr.writing > 0 || !cr.wroteAt.IsZero()) {
-		return r.causalReplica(cr)
-	}
-	h := r.replicas[r.next%len(r.replicas)]
-	r.next++
-	return h
-}
-
-// causalReplica returns a replica that has the client's last write, or nil.
-func (r *Router) causalReplica(cr *clientRoute) *host {
-	if cr.writing > 0 {
-		return nil
-	}
-	if cr.want == "" {
-		p := r.primary.Load()
-		if p == nil || !p.status.Reachable() || !p.status.CheckedAt.After(cr.wroteAt) || p.status.Position == "" {
-			return nil // no probe of the primary since the write was answered
-		}
-		cr.want = p.status.Position
-	}
-	for i := range r.replicas {
-		h := r.replicas[(r.next+i)%len(r.replicas)]
-		if r.cfg.Covers != nil && r.cfg.Covers(h.status.Position, cr.want) {
-			r.next += i + 1
-			cr.wroteAt, cr.want = time.Time{}, ""
-			return h
-		}
-	}
-	return nil
-}
-
-// noteWrite marks req's client as writing until req is answered, when its
-// reads start waiting for a replica that has the write.
-func (r *Router) noteWrite(req *sqlpool.Request) {
-	cl := req.Client
-	if cl == nil || len(r.hosts) < 2 {
-		return
-	}
-	cr, _ := cl.Route.(*clientRoute)
-	if cr == nil {
-		cr = &clientRoute{}
-		cl.Route = cr
-	}
-	cr.writing++
-	done := req.Done
-	req.Done = func(q *sqlpool.Request) {
-		cr.writing--
-		cr.wroteAt, cr.want = time.Now(), ""
-		q.Done = done
-		done(q)
-	}
-}
-
-func (r *Router) noPrimaryErr() error {
-	var b strings.Builder
-	for i, h := range r.hosts {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(h.Addr + ": " + describe(h.status))
-	}
-	return &tether.Error{Code: tether.CodeUnavailable, Retry: true, Err: tether.ErrUnavailable,
-		Message: fmt.Sprintf("%s: %v (%s)", r.label, ErrNoPrimary, b.String())}
-}
-
-// Abandon answers req with err now through the pool it was given to.
-func (r *Router) Abandon(req *sqlpool.Request, err error) {
-	p := req.State.Pool
-	if p == nil {
-		if req.State.Finished {
-			return
-		}
-		req.State.Abandoned, req.State.Finished, req.Err = true, true, err
-		req.Done(req)
-		return
-	}
-	p.Abandon(req, err)
-}
-
-// CancelClient gives up every request of a client that went away, on every
-// host.
-func (r *Router) CancelClient(c *sqlpool.Client, err error) {
-	for _, h := range r.hosts {
-		h.Pool.CancelClient(c, err)
-	}
-}
-
-// AbortTx rolls tx back on its host.
-func (r *Router) AbortTx(tx *sqlpool.Tx, why string) {
-	if tx.Pool != nil {
-		tx.Pool.AbortTx(tx, why)
-	}
+	return -1
 }
 
 // Query runs s on the primary (the Go API: key operations, catalog reads).
@@ -455,83 +305,6 @@ func (r *Router) goPrimary() (*sqlpool.Pool, error) {
 	return nil, fmt.Errorf("%s: %w: %w", r.label, ErrNoPrimary, tether.ErrUnavailable)
 }
 
-// Stats sums the hosts' pools.
-func (r *Router) Stats() tether.PoolStats {
-	var t tether.PoolStats
-	for _, h := range r.hosts {
-		s := h.Pool.Stats()
-		t.Open += s.Open
-		t.InUse += s.InUse
-		t.Idle += s.Idle
-		t.Waiting += s.Waiting
-		t.Resets += s.Resets
-		t.Dials += s.Dials
-		t.DialErrors += s.DialErrors
-		t.Cancels += s.Cancels
-		t.IllegalMoves += s.IllegalMoves
-	}
-	return t
-}
-
-// HostStats is one host's view for operators.
-type HostStats struct {
-	Addr    string
-	Primary bool // writes go to it now
-	Status  topology.HostStatus
-	Pool    tether.PoolStats
-	// Reads and Writes count the requests routed to it as a replica read
-	// and as a primary's request.
-	Reads, Writes uint64
-}
-
-// Hosts reports every host, in the configured order. Any goroutine.
-func (r *Router) Hosts() []HostStats {
-	st := r.mon.Statuses()
-	p := r.primary.Load()
-	out := make([]HostStats, len(r.hosts))
-	for i, h := range r.hosts {
-		out[i] = HostStats{Addr: h.Addr, Primary: h == p, Status: st[i], Pool: h.Pool.Stats(),
-			Reads: h.reads.Load(), Writes: h.writes.Load()}
-	}
-	return out
-}
-
-// Retire gives back every host's idle connections.
-func (r *Router) Retire() {
-	for _, h := range r.hosts {
-		h.Pool.Retire()
-	}
-}
-
-// Close stops the monitor and closes every host's pool, in parallel.
-func (r *Router) Close(ctx context.Context) error {
-	select {
-	case <-r.stop:
-	default:
-		close(r.stop)
-	}
-	r.wg.Wait()
-	errs := []error{r.mon.Close()}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, h := range r.hosts {
-		wg.Add(1)
-		go func(h *host) {
-			defer wg.Done()
-			if err := h.Pool.Close(ctx); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", h.Addr, err))
-				mu.Unlock()
-			}
-		}(h)
-	}
-	wg.Wait()
-	if r.ownLoop {
-		r.loop.Stop()
-	}
-	return errors.Join(errs...)
-}
-
 // Do routes req as Submit does and waits for its answer, from any goroutine
 // but the loop's (the Go API of routing: tests, tools). When ctx ends first,
 // req is abandoned with ctx's error.
@@ -553,74 +326,80 @@ func (r *Router) Do(ctx context.Context, req *sqlpool.Request) error {
 	}
 }
 
-func answered(s topology.HostStatus) bool { return !errors.Is(s.Err, topology.ErrNotProbed) }
+// Stats sums the hosts' pools.
+func (r *Router) Stats() tether.PoolStats {
+	var t tether.PoolStats
+	for _, h := range r.hosts {
+		addPool(&t, h.Pool.Stats())
+	}
+	return t
+}
 
-func contains(hs []*host, h *host) bool {
-	for _, x := range hs {
-		if x == h {
-			return true
+func addPool(t *tether.PoolStats, s tether.PoolStats) {
+	t.Open += s.Open
+	t.InUse += s.InUse
+	t.Idle += s.Idle
+	t.Waiting += s.Waiting
+	t.Resets += s.Resets
+	t.Dials += s.Dials
+	t.DialErrors += s.DialErrors
+	t.Cancels += s.Cancels
+	t.IllegalMoves += s.IllegalMoves
+}
+
+// Retire gives back every host's idle connections.
+func (r *Router) Retire() {
+	for _, h := range r.hosts {
+		h.Pool.Retire()
+	}
+}
+
+// Close stops the monitor and closes every host's pool, in parallel.
+func (r *Router) Close(ctx context.Context) error {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.wg.Wait()
+	errs := []error{r.mon.Close()}
+	if r.loop != nil {
+		// What waits for a primary is answered now: nothing will route it.
+		done := make(chan struct{})
+		if r.loop.Post(func() { r.failWaiting(r.closedErr()); close(done) }) == nil {
+			<-done
 		}
 	}
-	return false
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, h := range r.hosts {
+		wg.Add(1)
+		go func(h *host) {
+			defer wg.Done()
+			if err := h.Pool.Close(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", h.Addr, err))
+				mu.Unlock()
+			}
+		}(h)
+	}
+	wg.Wait()
+	if r.ownLoop {
+		r.loop.Stop()
+	}
+	return errors.Join(errs...)
 }
 
-func addrs(hs []*host) []string {
-	out := make([]string, len(hs))
-	for i, h := range hs {
-		out[i] = h.Addr
-	}
-	return out
-}
-
-func describe(s topology.HostStatus) string {
-	switch {
-	case errors.Is(s.Err, topology.ErrNotProbed):
-		return "not probed yet"
-	case s.Err != nil:
-		return "unreachable: " + s.Err.Error()
-	case s.ReadOnly:
-		return s.Role.String() + ", read-only"
-	}
-	return s.Role.String()
+func (r *Router) closedErr() error {
+	return fmt.Errorf("%s: %w", r.label, sqlpool.ErrPoolClosed)
 }
 
 var (
-	_ tether.Backend    = (*Router)(nil)
-	_ tether.Querier    = (*Router)(nil)
-	_ tether.Transactor = (*Router)(nil)
-	_ tether.Retirer    = (*Router)(nil)
-	_ tether.Namer      = (*Router)(nil)
-	_ sqlpool.Backend   = (*Router)(nil)
+	_ tether.Backend          = (*Router)(nil)
+	_ tether.Querier          = (*Router)(nil)
+	_ tether.Transactor       = (*Router)(nil)
+	_ tether.Retirer          = (*Router)(nil)
+	_ tether.Namer            = (*Router)(nil)
+	_ tether.TopologyReporter = (*Router)(nil)
+	_ sqlpool.Backend         = (*Router)(nil)
 )
-
-// NewFromConfig builds a router from a backend's config: one host for its
-// dsn and one for each of its replicas, each made by newHost from a copy of
-// cfg with that DSN (its pool, unopened, and its prober).
-func NewFromConfig(cfg tether.BackendConfig, rc Config, newHost func(tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error)) (*Router, error) {
-	dsns := append([]string{cfg.DSN}, cfg.Replicas...)
-	hosts := make([]Host, 0, len(dsns))
-	for i, dsn := range dsns {
-		hc := cfg
-		hc.DSN, hc.Replicas = dsn, nil
-		p, pr, addr, err := newHost(hc)
-		if err != nil {
-			if i == 0 {
-				return nil, err
-			}
-			return nil, fmt.Errorf("replicas[%d]: %w", i-1, err)
-		}
-		hosts = append(hosts, Host{Addr: addr, Pool: p, Prober: pr})
-	}
-	rc.MaxReplicaLag = time.Duration(cfg.MaxReplicaLag)
-	rc.Interval = time.Duration(cfg.MonitorInterval)
-	return New(rc, hosts)
-}
-
-// PrimaryIndex returns the index of the host writes go to now (0 is the
-// dsn's), or -1 while none takes writes. Any goroutine.
-func (r *Router) PrimaryIndex() int {
-	if h := r.primary.Load(); h != nil {
-		return h.index
-	}
-	return -1
-}
