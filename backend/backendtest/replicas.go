@@ -9,7 +9,6 @@ import (
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqlpool"
-	"github.com/tether-php/tether/backend/sqlroute"
 )
 
 // Replicated is a backend over a primary and its replicas as the router
@@ -17,7 +16,7 @@ import (
 type Replicated interface {
 	tether.Backend
 	Do(ctx context.Context, r *sqlpool.Request) error
-	Hosts() []sqlroute.HostStats
+	Topology() tether.TopologyStats
 }
 
 // ReplicaSuite checks read/write routing over a real primary and replica
@@ -114,7 +113,7 @@ func (s *ReplicaSuite) awaitReplicaReads(t *testing.T, b Replicated) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("reads still not on the replica after 10 s; hosts: %+v", b.Hosts())
+			t.Fatalf("reads still not on the replica after 10 s; hosts: %+v", b.Topology())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -163,9 +162,10 @@ func (s *ReplicaSuite) readsAndWrites(t *testing.T) {
 	}
 	query(t, b, cl, sqlpool.KindCommit, tx, "")
 
-	hosts := b.Hosts()
-	if len(hosts) != 2 || !hosts[0].Primary || hosts[1].Primary || hosts[1].Reads < 20 || hosts[0].Writes < 3 {
-		t.Errorf("hosts' counters: %+v", hosts)
+	hosts := b.Topology().Hosts
+	if len(hosts) != 2 || hosts[0].State != "writes" || hosts[1].State != "reads" || hosts[1].Reads < 20 || hosts[0].Writes < 3 ||
+		hosts[0].Role != "primary" || hosts[1].Role != "replica" {
+		t.Errorf("hosts: %+v", hosts)
 	}
 }
 
@@ -202,7 +202,7 @@ func (s *ReplicaSuite) readYourWrites(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the writer's reads stayed on the primary 10 s after the replica caught up; hosts: %+v", b.Hosts())
+			t.Fatalf("the writer's reads stayed on the primary 10 s after the replica caught up; hosts: %+v", b.Topology())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -225,7 +225,7 @@ func (s *ReplicaSuite) pausedReplica(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("reads still on the paused replica after 10 s; hosts: %+v", b.Hosts())
+			t.Fatalf("reads still on the paused replica after 10 s; hosts: %+v", b.Topology())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -2,9 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,11 +43,14 @@ func TestReplicated(t *testing.T) {
 		},
 		Primary: p.primaryAdmin,
 		Replica: p.replicaAdmin,
-		// An unlogged table: its rows stay on the primary, and a hot
-		// standby refuses to read it, which names the replica.
+		// Where a read ran is seen on the servers: the read sleeps 50 ms
+		// with a unique comment, and pg_stat_activity on each server is
+		// watched for it meanwhile. (A hot standby has no data of its own
+		// to tell it by, and a read it refuses, such as one of an unlogged
+		// table, now runs again on the primary.)
 		Marker: func(t *testing.T, b backendtest.Replicated) {
-			for _, q := range []string{"CREATE UNLOGGED TABLE IF NOT EXISTS tether_whoami (who text)",
-				"INSERT INTO tether_whoami SELECT 'primary' WHERE NOT EXISTS (SELECT 1 FROM tether_whoami)"} {
+			for _, q := range []string{"CREATE TABLE IF NOT EXISTS tether_whoami (who text)",
+				"INSERT INTO tether_whoami SELECT 'row' WHERE NOT EXISTS (SELECT 1 FROM tether_whoami)"} {
 				if _, _, err := backendtest.Query(b, nil, sqlpool.KindExec, nil, q); err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
@@ -53,18 +58,7 @@ func TestReplicated(t *testing.T) {
 			waitCaughtUp(t, p)
 		},
 		Who: func(t *testing.T, b backendtest.Replicated, cl *sqlpool.Client, tx *sqlpool.Tx, forUpdate bool) string {
-			q := "SELECT who FROM tether_whoami"
-			if forUpdate {
-				q += " FOR UPDATE"
-			}
-			who, _, err := backendtest.Query(b, cl, sqlpool.KindQuery, tx, q)
-			if err != nil {
-				if strings.Contains(err.Error(), "cannot access temporary or unlogged relations during recovery") {
-					return "replica"
-				}
-				t.Fatal(err)
-			}
-			return who
+			return whoRan(t, p, b, cl, tx, forUpdate)
 		},
 		P: func(n int) string { return "$" + strconv.Itoa(n) },
 		DelayApply: func(t *testing.T, d time.Duration) {
@@ -98,5 +92,95 @@ func waitCaughtUp(t *testing.T, p *pair) {
 			t.Fatalf("the replica did not replay up to %s in 15 s", want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var whoSeq atomic.Int64
+
+// whoRan runs a 50 ms read through b and returns which server's
+// pg_stat_activity showed it: "primary" or "replica".
+func whoRan(t *testing.T, p *pair, b backendtest.Replicated, cl *sqlpool.Client, tx *sqlpool.Tx, forUpdate bool) string {
+	t.Helper()
+	for try := 1; ; try++ {
+		tag := fmt.Sprintf("whoami_%d_%d", os.Getpid(), whoSeq.Add(1))
+		q := fmt.Sprintf("SELECT pg_sleep(%g) /* %s */", 0.05*float64(try), tag)
+		if forUpdate {
+			q = fmt.Sprintf("SELECT pg_sleep(%g) /* %s */ FROM tether_whoami FOR UPDATE", 0.05*float64(try), tag)
+		}
+		errc := make(chan error, 1)
+		go func() { _, _, err := backendtest.Query(b, cl, sqlpool.KindQuery, tx, q); errc <- err }()
+		seen := ""
+		for seen == "" {
+			select {
+			case err := <-errc:
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				if try == 5 {
+					t.Fatalf("%s ran where no pg_stat_activity saw it, 5 times", q)
+				}
+				seen = "-"
+			default:
+				for who, db := range map[string]*sql.DB{"primary": p.primaryAdmin, "replica": p.replicaAdmin} {
+					var n int
+					if err := db.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", tag).Scan(&n); err != nil {
+						t.Fatal(err)
+					}
+					if n > 0 {
+						seen = who
+					}
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		if seen != "-" {
+			if err := <-errc; err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			return seen
+		}
+	}
+}
+
+// TestReplicated_RefusedReadRunsOnPrimary: a read the standby refuses as a
+// standby (an unlogged table) is answered by the primary, not with the
+// standby's error.
+func TestReplicated_RefusedReadRunsOnPrimary(t *testing.T) {
+	p := openPair(t)
+	bc := tether.DefaultBackendConfig("postgres", backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_PRIMARY_DSN"))
+	bc.Replicas = []string{backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_REPLICA_DSN")}
+	bc.MonitorInterval = tether.Duration(50 * time.Millisecond)
+	b, err := postgres.NewReplicated(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	tbl := fmt.Sprintf("unlogged_%d", time.Now().UnixNano()%1e9)
+	for _, q := range []string{"CREATE UNLOGGED TABLE " + tbl + " (v text)", "INSERT INTO " + tbl + " VALUES ('on the primary')"} {
+		if _, _, err := backendtest.Query(b, nil, sqlpool.KindExec, nil, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer p.primaryAdmin.Exec("DROP TABLE " + tbl)
+	waitCaughtUp(t, p)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Topology().Hosts[1].State != "reads" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica takes no reads: %+v", b.Topology())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := b.Topology().Hosts[1].Reads
+	for i := 0; i < 5; i++ {
+		v, _, err := backendtest.Query(b, nil, sqlpool.KindQuery, nil, "SELECT v FROM "+tbl)
+		if err != nil || v != "on the primary" {
+			t.Fatalf("read of an unlogged table: %q, %v", v, err)
+		}
+	}
+	if got := b.Topology().Hosts[1].Reads - before; got != 5 {
+		t.Errorf("%d of the 5 reads were routed to the replica first, want 5 (the test proves nothing)", got)
 	}
 }
