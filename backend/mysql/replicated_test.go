@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,5 +95,48 @@ func waitCaughtUp(t *testing.T, p *pair) {
 	var got int
 	if err := p.replicaAdmin.QueryRow("SELECT MASTER_GTID_WAIT(?, 15)", pos).Scan(&got); err != nil || got != 0 {
 		t.Fatalf("the replica did not reach %s in 15 s: %d, %v", pos, got, err)
+	}
+}
+
+// TestWriteReportsGTIDWithoutReset: with the binary log on, MariaDB reports
+// each committed write's GTID (last_gtid) through session tracking. It is
+// the write's position, for read-your-writes, and not session state: the
+// connection is not reset after every write (it was).
+func TestWriteReportsGTIDWithoutReset(t *testing.T) {
+	b, err := mysql.New(tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_PRIMARY_DSN")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	tbl := fmt.Sprintf("gtid_%d", time.Now().UnixNano()%1e9)
+	if _, err := b.Exec(ctx, tether.Statement{SQL: "CREATE TABLE " + tbl + " (id INT AUTO_INCREMENT PRIMARY KEY)"}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Exec(ctx, tether.Statement{SQL: "DROP TABLE " + tbl})
+	resets := b.Stats().Resets
+	var last string
+	for i := 0; i < 3; i++ {
+		r := &sqlpool.Request{Kind: sqlpool.KindExec, SQL: "INSERT INTO " + tbl + " VALUES ()"}
+		if err := b.Do(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Report == nil || r.Report.Position == "" || r.Report.Position == last {
+			t.Fatalf("write %d: report %+v, want a new GTID (last %q)", i, r.Report, last)
+		}
+		last = r.Report.Position
+	}
+	var gtid string
+	if err := openPair(t).primaryAdmin.QueryRow("SELECT @@global.gtid_binlog_pos").Scan(&gtid); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(gtid, last) {
+		t.Errorf("the last write's GTID %s is not in the server's binlog position %s", last, gtid)
+	}
+	if n := b.Stats().Resets - resets; n != 0 {
+		t.Errorf("%d connection resets over 3 writes, want 0", n)
 	}
 }

@@ -180,6 +180,13 @@ func (d *driver) report(o *ok, r *sqlpool.Request, h hints) {
 	}
 	explained := o.schemaChanged
 	for _, v := range o.vars {
+		if v.Name == "last_gtid" {
+			// The GTID of the transaction the statement committed (binary
+			// log on): where a replica that has this write stands, not
+			// session state (it reset the connection after every write).
+			rep.Position = v.Value
+			continue
+		}
 		explained = true
 		switch {
 		case v.Name == "character_set_connection" && h&hintCollation == 0:

@@ -122,6 +122,10 @@ type Report struct {
 	// AutocommitOff: the session's autocommit is off (MySQL SET autocommit =
 	// 0), so every later statement would open a transaction.
 	AutocommitOff bool
+	// Position is where the server's log stood after the transaction the
+	// request committed, when the server reported it (MariaDB's last_gtid):
+	// a replica that has applied it has the request's writes.
+	Position string
 }
 
 // SetUnpooled records why the session must be reset; the first reason wins.
