@@ -278,6 +278,8 @@ func (s *Server) serveFrame(ss *session, payload []byte) bool {
 			return true
 		}
 		s.submitTxOp(ss, r)
+	case wire.OpCausalToken, wire.OpCausalAfter:
+		s.runCausal(ss, r)
 	case wire.OpBatch:
 		if r.Ops == nil {
 			s.replyErrorNow(ss, r.ID, tether.Errorf(tether.CodeBadRequest, "batch needs ops"))

@@ -63,6 +63,13 @@ func AppendTx(b []byte, h Head, tx uint64) []byte {
 	return msgp.AppendUint64(b, tx)
 }
 
+// AppendPosition appends the reply to causal_token.
+func AppendPosition(b []byte, h Head, pos string) []byte {
+	b = h.open(b, 1)
+	b = msgp.AppendString(b, "position")
+	return msgp.AppendString(b, pos)
+}
+
 // AppendExec appends the reply to exec.
 func AppendExec(b []byte, h Head, affected, insertID int64) []byte {
 	b = h.open(b, 2)

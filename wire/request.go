@@ -34,6 +34,8 @@ const (
 	OpCheckAndMutate
 	OpHTTP
 	OpJoin
+	OpCausalToken
+	OpCausalAfter
 )
 
 var opNames = [...]string{
@@ -58,6 +60,8 @@ var opNames = [...]string{
 	OpCheckAndMutate: "check_and_mutate",
 	OpHTTP:           "http",
 	OpJoin:           "join",
+	OpCausalToken:    "causal_token",
+	OpCausalAfter:    "causal_after",
 }
 
 // String returns the op's wire name.
@@ -109,6 +113,10 @@ func parseOp(b []byte) Op {
 		return OpHTTP
 	case "join":
 		return OpJoin
+	case "causal_token":
+		return OpCausalToken
+	case "causal_after":
+		return OpCausalAfter
 	}
 	return OpUnknown
 }
@@ -161,6 +169,11 @@ type Request struct {
 	// local cache needs to keep the result ("versions" in the reply; see
 	// docs/protocol.md, "Table versions").
 	Versions bool
+
+	// Position is causal_after's: a position causal_token gave (on this
+	// connection, another, or another tetherd), which the client's reads of
+	// the backend must see.
+	Position string
 
 	// TimeFormat is how a query's DATETIME and TIMESTAMP values are written:
 	// TimeFormatISO ("", the default) or TimeFormatSQL. Other values are
@@ -217,6 +230,10 @@ const (
 
 // MaxCacheTTLMS bounds cache_ttl_ms: a day.
 const MaxCacheTTLMS = 24 * 60 * 60 * 1000
+
+// MaxPositionBytes bounds causal_after's position (a MariaDB GTID list of
+// many replication domains stays far below it).
+const MaxPositionBytes = 4096
 
 // MaxBatchOps bounds the operations of one batch.
 const MaxBatchOps = 1024
@@ -529,6 +546,13 @@ func (r *Request) decodeField(key []byte, bp *[]byte, depth int, fail func(strin
 		r.Versions, b, err = msgp.ReadBoolBytes(b)
 		if err != nil {
 			fail("versions", err)
+		}
+	case "position":
+		r.Position, b, err = msgp.ReadStringBytes(b)
+		if err != nil {
+			fail("position", err)
+		} else if len(r.Position) > MaxPositionBytes {
+			fail("position", fmt.Errorf("%d bytes, more than %d", len(r.Position), MaxPositionBytes))
 		}
 	case "time_format":
 		r.TimeFormat, b, err = msgp.ReadStringBytes(b)
@@ -927,6 +951,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.field(r.Delta != 0, "delta", func(b []byte) []byte { return appendInt(b, r.Delta) })
 	e.field(r.Columnar, "columnar", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.TimeFormat != "", "time_format", r.TimeFormat)
+	e.str(r.Position != "", "position", r.Position)
 	e.field(r.CacheTTLMS != 0, "cache_ttl_ms", func(b []byte) []byte { return appendInt(b, r.CacheTTLMS) })
 	e.field(r.Versions, "versions", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.Method != "", "method", r.Method)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ type Replicated interface {
 	tether.Backend
 	Do(ctx context.Context, r *sqlpool.Request) error
 	Topology() tether.TopologyStats
+	CausalToken(ctx context.Context, cl *sqlpool.Client) (string, error)
+	CausalAfter(cl *sqlpool.Client, pos string) error
 }
 
 // ReplicaSuite checks read/write routing over a real primary and replica
@@ -52,6 +56,17 @@ func (s *ReplicaSuite) Run(t *testing.T) {
 	t.Run("ReadsOnReplicaWritesOnPrimary", s.readsAndWrites)
 	t.Run("ReadYourWrites", s.readYourWrites)
 	t.Run("PausedReplicaGetsNoReads", s.pausedReplica)
+	t.Run("TokenAcrossClients", s.tokenAcrossClients)
+}
+
+// CausalPairs is how many write-then-read pairs TokenAcrossClients runs
+// (TETHER_TEST_CAUSAL_PAIRS; make test's quick form, the fault suite's
+// full one).
+func causalPairs() int {
+	if n, err := strconv.Atoi(os.Getenv("TETHER_TEST_CAUSAL_PAIRS")); err == nil && n > 0 {
+		return n
+	}
+	return 500
 }
 
 const (
@@ -238,3 +253,49 @@ func (s *ReplicaSuite) pausedReplica(t *testing.T) {
 	resumed = true
 	s.awaitReplicaReads(t, b)
 }
+
+// tokenAcrossClients: with the replica applying 2 s late, each write on one
+// client is followed by a read on another (a new PHP request, maybe on
+// another web host) that carries the writer's causal token: it sees the
+// write every time. The same read without the token reads the lagging
+// replica (so the test can fail).
+func (s *ReplicaSuite) tokenAcrossClients(t *testing.T) {
+	b := s.open(t)
+	tbl := s.table(t, b, "token")
+	s.awaitReplicaReads(t, b)
+	s.DelayApply(t, 2*time.Second)
+	defer s.DelayApply(t, 0)
+	ctx := context.Background()
+	writer := &sqlpool.Client{}
+	n := causalPairs()
+	stale, staleWithout := 0, 0
+	for i := 1; i <= n; i++ {
+		query(t, b, writer, sqlpool.KindExec, nil, "INSERT INTO "+tbl+" (id, v) VALUES ("+s.P(1)+", "+s.P(2)+")", int64(i), int64(i))
+		token, err := b.CausalToken(ctx, writer)
+		if err != nil || token == "" {
+			t.Fatalf("write %d: token %q, %v", i, token, err)
+		}
+		reader := &sqlpool.Client{}
+		if err := b.CausalAfter(reader, token); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := query(t, b, reader, sqlpool.KindQuery, nil, "SELECT COUNT(*) FROM "+tbl); got != strconv.Itoa(i) {
+			stale++
+		}
+		if i%10 == 0 {
+			if got, _ := query(t, b, &sqlpool.Client{}, sqlpool.KindQuery, nil, "SELECT COUNT(*) FROM "+tbl); got != strconv.Itoa(i) {
+				staleWithout++
+			}
+		}
+	}
+	top := b.Topology()
+	t.Logf("%d write-then-read pairs across clients with the token: %d stale; %d of %d reads without it stale; causal reads on the primary %d, on the replica %d",
+		n, stale, staleWithout, n/10, top.CausalPrimary, top.CausalReplica)
+	if stale != 0 {
+		t.Errorf("%d of %d reads carrying the writer's token did not see its write", stale, n)
+	}
+	if staleWithout == 0 {
+		t.Errorf("no read without the token was stale: the test proves nothing")
+	}
+}
+

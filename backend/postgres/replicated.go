@@ -41,7 +41,7 @@ func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
 func NewReplicated(cfg tether.BackendConfig) (*Replicated, error) {
 	b := &Replicated{}
 	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "postgres", Dialect: sqltables.PostgreSQL, Covers: lsnCovers,
-		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: replicaRefusal},
+		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: replicaRefusal, PositionSQL: "SELECT pg_current_wal_insert_lsn()::text"},
 		func(hc tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error) {
 			hb, err := New(hc)
 			if err != nil {

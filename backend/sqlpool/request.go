@@ -193,3 +193,18 @@ type Backend interface {
 	// long, shutdown), cancelling a statement of it that still runs.
 	AbortTx(tx *Tx, why string)
 }
+
+// Causal is a loop backend that keeps read-your-writes for its clients
+// across connections (backend/sqlroute, over replicas): a position a client
+// carries from one connection (or web host) to another. Loop goroutine only.
+type Causal interface {
+	// Position calls done, on the loop goroutine, with a position that
+	// covers every write of cl answered so far: "" when cl wrote nothing
+	// that a replica could lack.
+	Position(cl *Client, done func(pos string, err error))
+	// After makes cl's reads see at least pos (a position Position gave,
+	// maybe on another connection or tetherd): until a replica has applied
+	// it, they run on the primary.
+	After(cl *Client, pos string)
+}
+

@@ -11,6 +11,12 @@ import (
 // Submit routes req to a host's pool. Loop goroutine.
 func (r *Router) Submit(req *sqlpool.Request) {
 	if req.Tx != nil && req.Tx.Pool != nil {
+		if req.Kind == sqlpool.KindCommit && req.Client != nil {
+			// The transaction's writes: the client's reads after its commit
+			// wait for a replica that has them.
+			route(req.Client).writing++
+			req.State.Intercept = r.onCommit
+		}
 		req.Tx.Pool.Submit(req)
 		return
 	}
@@ -104,7 +110,12 @@ func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 	if cl := req.Client; cl != nil {
 		cr := route(cl)
 		cr.writing--
+		// The write's own position when the server reported it (MariaDB's
+		// last_gtid); else the primary's, from a probe made after now.
 		cr.wroteAt, cr.want = time.Now(), ""
+		if req.Report != nil && req.Report.Position != "" {
+			cr.want = req.Report.Position
+		}
 	}
 	if req.Err == nil || req.State.Abandoned || r.cfg.ReadOnlyRefusal == nil || !r.cfg.ReadOnlyRefusal(req.Err) {
 		return false
@@ -123,6 +134,17 @@ func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 	resetOutcome(req)
 	r.waitForPrimary(req)
 	return true
+}
+
+// commitAnswered is the Intercept of a commit: as a write's.
+func (r *Router) commitAnswered(req *sqlpool.Request) bool {
+	cr := route(req.Client)
+	cr.writing--
+	cr.wroteAt, cr.want = time.Now(), ""
+	if req.Report != nil && req.Report.Position != "" {
+		cr.want = req.Report.Position
+	}
+	return false
 }
 
 // replicaAnswered is the Intercept of a read sent to a replica: one the
@@ -259,4 +281,62 @@ func addrOf(h *host) string {
 		return ""
 	}
 	return h.Addr
+}
+
+// Position calls done with a position covering every write of cl answered
+// so far: the one its last write reported, or the primary's position asked
+// now (Config.PositionSQL), or "" when cl wrote nothing since its reads last
+// spread over replicas. Loop goroutine (sqlpool.Causal).
+func (r *Router) Position(cl *sqlpool.Client, done func(string, error)) {
+	cr, _ := cl.Route.(*clientRoute)
+	switch {
+	case cr == nil || cr.writing == 0 && cr.wroteAt.IsZero():
+		done("", nil)
+		return
+	case cr.writing == 0 && cr.want != "":
+		done(cr.want, nil)
+		return
+	}
+	p := r.primary.Load()
+	if p == nil || r.cfg.PositionSQL == "" {
+		done("", r.noPrimaryErr())
+		return
+	}
+	rb := tether.NewResultBuilder(1 << 10)
+	req := &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: r.cfg.PositionSQL, Sink: rb, Deadline: time.Now().Add(r.cfg.Interval + probeTimeout)}
+	req.Done = func(q *sqlpool.Request) {
+		if q.Err != nil {
+			done("", q.Err)
+			return
+		}
+		res := rb.Result()
+		if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+			done("", fmt.Errorf("%s: %s answered %d rows", r.label, r.cfg.PositionSQL, len(res.Rows)))
+			return
+		}
+		pos := fmt.Sprint(res.Rows[0][0])
+		if b, ok := res.Rows[0][0].([]byte); ok {
+			pos = string(b)
+		}
+		if cr.writing == 0 && cr.want == "" && !cr.wroteAt.IsZero() {
+			cr.want = pos
+		}
+		done(pos, nil)
+	}
+	p.Pool.Submit(req)
+}
+
+// After makes cl's reads wait for a replica that covers pos. Loop goroutine
+// (sqlpool.Causal).
+func (r *Router) After(cl *sqlpool.Client, pos string) {
+	if pos == "" {
+		return
+	}
+	cr := route(cl)
+	if cr.want == "" || r.cfg.Covers != nil && r.cfg.Covers(pos, cr.want) {
+		cr.want = pos
+	}
+	if cr.wroteAt.IsZero() {
+		cr.wroteAt = time.Now()
+	}
 }

@@ -81,7 +81,11 @@ type Config struct {
 	// ReplicaRefusal reports whether err is a replica refusing, before any
 	// row, a read it cannot run as a replica: it did not run it.
 	ReplicaRefusal func(err error) bool
-	Log            *slog.Logger
+	// PositionSQL asks the primary its position now (one row, one column):
+	// what a client's causal token carries when its last write reported
+	// none (Position).
+	PositionSQL string
+	Log         *slog.Logger
 }
 
 // Router is a replicated SQL backend. It implements tether.Backend,
@@ -109,7 +113,7 @@ type Router struct {
 	waiting  []*sqlpool.Request // what needs the primary while none takes writes
 	// onPrimary and onReplica are the Intercepts of requests sent to the
 	// primary and to a replica, bound once (no closure per request).
-	onPrimary, onReplica func(*sqlpool.Request) bool
+	onPrimary, onReplica, onCommit func(*sqlpool.Request) bool
 
 	// Counters and the operators' view, read by Topology from any goroutine.
 	causalToPrimary, causalToReplica  atomic.Uint64
@@ -173,7 +177,7 @@ func New(cfg Config, hosts []Host) (*Router, error) {
 		cfg.Log = slog.Default()
 	}
 	r := &Router{cfg: cfg, log: cfg.Log, label: cfg.Type, stop: make(chan struct{})}
-	r.onPrimary, r.onReplica = r.primaryAnswered, r.replicaAnswered
+	r.onPrimary, r.onReplica, r.onCommit = r.primaryAnswered, r.replicaAnswered, r.commitAnswered
 	mh := make([]topology.Host, len(hosts))
 	for i, h := range hosts {
 		r.hosts = append(r.hosts, &host{Host: h, index: i, state: "unprobed"})
@@ -402,4 +406,34 @@ var (
 	_ tether.Namer            = (*Router)(nil)
 	_ tether.TopologyReporter = (*Router)(nil)
 	_ sqlpool.Backend         = (*Router)(nil)
+	_ sqlpool.Causal          = (*Router)(nil)
 )
+
+// CausalToken is Position from any goroutine but the loop's (the Go API:
+// tests, tools).
+func (r *Router) CausalToken(ctx context.Context, cl *sqlpool.Client) (string, error) {
+	type answer struct {
+		pos string
+		err error
+	}
+	ch := make(chan answer, 1)
+	if err := r.loop.Post(func() { r.Position(cl, func(p string, err error) { ch <- answer{p, err} }) }); err != nil {
+		return "", fmt.Errorf("%s: %w: %w", r.label, err, tether.ErrUnavailable)
+	}
+	select {
+	case a := <-ch:
+		return a.pos, a.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// CausalAfter is After from any goroutine but the loop's.
+func (r *Router) CausalAfter(cl *sqlpool.Client, pos string) error {
+	done := make(chan struct{})
+	if err := r.loop.Post(func() { r.After(cl, pos); close(done) }); err != nil {
+		return fmt.Errorf("%s: %w: %w", r.label, err, tether.ErrUnavailable)
+	}
+	<-done
+	return nil
+}
