@@ -97,7 +97,7 @@ func (s *Server) newCall(ss *session, r *wire.Request, backend string) *sqlCall 
 		c = &sqlCall{}
 	}
 	c.q = sqlpool.Request{Kind: sqlpool.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
-		Owner: c, Done: s.callDone}
+		Primary: r.Primary, Owner: c, Done: s.callDone}
 	c.ss, c.h, c.op, c.be, c.start = ss, wire.Head{ID: r.ID}, r.Op, backend, time.Now()
 	if r.Op == wire.OpQuery {
 		c.q.Kind = sqlpool.KindQuery
@@ -170,7 +170,7 @@ func (s *Server) callDone(q *sqlpool.Request) {
 // encoder.
 func (s *Server) newSQLRequest(ss *session, r *wire.Request, lb *liveBackend, h wire.Head) (*sqlpool.Request, *wire.ResultEncoder) {
 	q := &sqlpool.Request{Kind: sqlpool.KindExec, SQL: r.SQL, Params: r.Params, Deadline: s.deadline(r.TimeoutMS),
-		Client: ss.sqlClient(lb)}
+		Primary: r.Primary, Client: ss.sqlClient(lb)}
 	var enc *wire.ResultEncoder
 	if r.Op == wire.OpQuery {
 		q.Kind = sqlpool.KindQuery

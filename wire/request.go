@@ -170,6 +170,10 @@ type Request struct {
 	// docs/protocol.md, "Table versions").
 	Versions bool
 
+	// Primary asks a query or exec on a backend with replicas to run on its
+	// primary, whatever it is (a framework's "use the write connection").
+	Primary bool
+
 	// Position is causal_after's: a position causal_token gave (on this
 	// connection, another, or another tetherd), which the client's reads of
 	// the backend must see.
@@ -546,6 +550,11 @@ func (r *Request) decodeField(key []byte, bp *[]byte, depth int, fail func(strin
 		r.Versions, b, err = msgp.ReadBoolBytes(b)
 		if err != nil {
 			fail("versions", err)
+		}
+	case "primary":
+		r.Primary, b, err = msgp.ReadBoolBytes(b)
+		if err != nil {
+			fail("primary", err)
 		}
 	case "position":
 		r.Position, b, err = msgp.ReadStringBytes(b)
@@ -952,6 +961,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	e.field(r.Columnar, "columnar", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.TimeFormat != "", "time_format", r.TimeFormat)
 	e.str(r.Position != "", "position", r.Position)
+	e.field(r.Primary, "primary", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.field(r.CacheTTLMS != 0, "cache_ttl_ms", func(b []byte) []byte { return appendInt(b, r.CacheTTLMS) })
 	e.field(r.Versions, "versions", func(b []byte) []byte { return msgp.AppendBool(b, true) })
 	e.str(r.Method != "", "method", r.Method)

@@ -122,9 +122,14 @@ func query(t *testing.T, b Replicated, cl *sqlpool.Client, kind sqlpool.Kind, tx
 // monitor's first answers).
 func (s *ReplicaSuite) awaitReplicaReads(t *testing.T, b Replicated) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Only a probe that started after now tells the replica's state now (one
+	// that ran while the test stopped and started its replication may
+	// arrive later).
+	since := time.Now()
+	deadline := since.Add(10 * time.Second)
 	for {
-		if s.Who(t, b, nil, nil, false) == replica {
+		h := b.Topology().Hosts[1]
+		if h.State == "reads" && h.CheckedAt.After(since) && s.Who(t, b, nil, nil, false) == replica {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -161,6 +166,15 @@ func (s *ReplicaSuite) readsAndWrites(t *testing.T) {
 	if err := s.Primary.QueryRow("SELECT v FROM " + tbl + " WHERE id = 1").Scan(&v); err != nil || v != 10 {
 		t.Fatalf("the write is not on the primary: v = %d, %v", v, err)
 	}
+	// A read that asks for the primary runs there.
+	before := b.Topology().Hosts[0].Writes
+	rq := &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: "SELECT COUNT(*) FROM " + tbl, Primary: true, Sink: tether.NewResultBuilder(1 << 10)}
+	if err := b.Do(context.Background(), rq); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Topology().Hosts[0].Writes - before; got != 1 {
+		t.Errorf("a read asking for the primary: %d requests routed to the primary, want 1", got)
+	}
 	// A locking read runs on the primary.
 	if got := s.Who(t, b, nil, nil, true); got != primary {
 		t.Errorf("SELECT ... FOR UPDATE ran on the %s, want the primary", got)
@@ -190,6 +204,7 @@ func (s *ReplicaSuite) readYourWrites(t *testing.T) {
 	s.awaitReplicaReads(t, b)
 	s.DelayApply(t, 2*time.Second)
 	defer s.DelayApply(t, 0)
+	s.awaitReplicaReads(t, b) // changing the delay may stop replication for a moment
 
 	writer, bystander := &sqlpool.Client{}, &sqlpool.Client{}
 	stale := 0
@@ -265,6 +280,7 @@ func (s *ReplicaSuite) tokenAcrossClients(t *testing.T) {
 	s.awaitReplicaReads(t, b)
 	s.DelayApply(t, 2*time.Second)
 	defer s.DelayApply(t, 0)
+	s.awaitReplicaReads(t, b)
 	ctx := context.Background()
 	writer := &sqlpool.Client{}
 	n := causalPairs()

@@ -55,6 +55,9 @@ type Request struct {
 	// connection and running. A statement still running then is cancelled
 	// on the server.
 	Deadline time.Time
+	// Primary asks a router over replicas (backend/sqlroute) to run the
+	// request on the primary; a pool ignores it.
+	Primary bool
 	// Group ties the requests of one batch together: they may be
 	// pipelined on one connection, one after the other.
 	Group any

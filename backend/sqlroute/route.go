@@ -20,7 +20,7 @@ func (r *Router) Submit(req *sqlpool.Request) {
 		req.Tx.Pool.Submit(req)
 		return
 	}
-	if req.Tx == nil && (req.Kind == sqlpool.KindQuery || req.Kind == sqlpool.KindExec) {
+	if req.Tx == nil && !req.Primary && (req.Kind == sqlpool.KindQuery || req.Kind == sqlpool.KindExec) {
 		if h := r.replicaFor(req); h != nil {
 			h.reads.Add(1)
 			req.State.Intercept = r.onReplica
