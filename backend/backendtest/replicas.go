@@ -314,4 +314,3 @@ func (s *ReplicaSuite) tokenAcrossClients(t *testing.T) {
 		t.Errorf("no read without the token was stale: the test proves nothing")
 	}
 }
-

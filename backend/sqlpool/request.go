@@ -210,4 +210,3 @@ type Causal interface {
 	// it, they run on the primary.
 	After(cl *Client, pos string)
 }
-
