@@ -36,18 +36,9 @@ func runSuite(t *testing.T, dsn, addr string) {
 		return b
 	}
 	backendtest.Run(t, &backendtest.Suite{
-		Dialect: backendtest.Dialect{
-			Placeholder: func(int) string { return "?" },
-			BigInt:      "BIGINT", Float: "DOUBLE", Text: "TEXT", Blob: "BLOB", Decimal: "DECIMAL(10,2)",
-			Date: "DATE", DateTime: "DATETIME", Bool: "BOOLEAN",
-			DecimalExact: true, BoolIsInt: true, HasInsertID: true,
-			AutoID:     "BIGINT AUTO_INCREMENT PRIMARY KEY",
-			Sleep:      func(s int) string { return fmt.Sprintf("SELECT SLEEP(%d)", s) },
-			SetSession: "SET time_zone = '+05:00'", ReadSession: "SELECT @@session.time_zone", SessionLeaked: "+05:00",
-			CreateTemp: "CREATE TEMPORARY TABLE tmp_leak (id INT)",
-		},
-		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
-		New:    newBackend,
+		Dialect: mysqlDialect(),
+		Config:  func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("mysql", dsn) },
+		New:     newBackend,
 		ProxiedConfig: func(t *testing.T, via string) (tether.BackendConfig, string) {
 			return tether.DefaultBackendConfig("mysql", withDSN(t, dsn, func(mc *gomysql.Config) { mc.Net, mc.Addr = "tcp", via })), addr
 		},
@@ -76,6 +67,20 @@ func runSuite(t *testing.T, dsn, addr string) {
 			return nil
 		},
 	})
+}
+
+// mysqlDialect is MariaDB's, for the shared suite.
+func mysqlDialect() backendtest.Dialect {
+	return backendtest.Dialect{
+		Placeholder: func(int) string { return "?" },
+		BigInt:      "BIGINT", Float: "DOUBLE", Text: "TEXT", Blob: "BLOB", Decimal: "DECIMAL(10,2)",
+		Date: "DATE", DateTime: "DATETIME", Bool: "BOOLEAN",
+		DecimalExact: true, BoolIsInt: true, HasInsertID: true,
+		AutoID:     "BIGINT AUTO_INCREMENT PRIMARY KEY",
+		Sleep:      func(s int) string { return fmt.Sprintf("SELECT SLEEP(%d)", s) },
+		SetSession: "SET time_zone = '+05:00'", ReadSession: "SELECT @@session.time_zone", SessionLeaked: "+05:00",
+		CreateTemp: "CREATE TEMPORARY TABLE tmp_leak (id INT)",
+	}
 }
 
 // openBackend opens a backend for cfg, closed when the test ends.

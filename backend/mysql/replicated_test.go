@@ -140,3 +140,27 @@ func TestWriteReportsGTIDWithoutReset(t *testing.T) {
 		t.Errorf("%d connection resets over 3 writes, want 0", n)
 	}
 }
+
+// TestReplicated_SharedSuite runs the shared suite of SQL backends against a
+// replicated backend over the pair: through the Go API (the key API, the
+// catalog: the primary) it must behave as one server does.
+func TestReplicated_SharedSuite(t *testing.T) {
+	primaryDSN := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_PRIMARY_DSN")
+	replicaDSN := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_REPLICA_DSN")
+	backendtest.Run(t, &backendtest.Suite{
+		Dialect: mysqlDialect(),
+		Hosts:   2,
+		Config: func(t *testing.T) tether.BackendConfig {
+			bc := tether.DefaultBackendConfig("mysql", primaryDSN)
+			bc.Replicas = []string{replicaDSN}
+			return bc
+		},
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+			b, err := mysql.NewReplicated(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+	})
+}

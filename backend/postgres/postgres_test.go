@@ -30,18 +30,9 @@ func TestBackend(t *testing.T) {
 // form), reachable over TCP at addr for the fault tests.
 func runSuite(t *testing.T, dsn, addr string) {
 	backendtest.Run(t, &backendtest.Suite{
-		Dialect: backendtest.Dialect{
-			Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
-			BigInt:      "BIGINT", Float: "DOUBLE PRECISION", Text: "TEXT", Blob: "BYTEA", Decimal: "NUMERIC(10,2)",
-			Date: "DATE", DateTime: "TIMESTAMP", Bool: "BOOLEAN",
-			DecimalExact: true, HasInsertID: false,
-			AutoID:     "BIGSERIAL PRIMARY KEY",
-			Sleep:      func(s int) string { return fmt.Sprintf("SELECT pg_sleep(%d)", s) },
-			SetSession: "SET application_name = 'leaked'", ReadSession: "SELECT current_setting('application_name')", SessionLeaked: "leaked",
-			CreateTemp: "CREATE TEMP TABLE tmp_leak (id int)",
-		},
-		Config: func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
-		New:    newSQLBackend,
+		Dialect: postgresDialect(),
+		Config:  func(t *testing.T) tether.BackendConfig { return tether.DefaultBackendConfig("postgres", dsn) },
+		New:     newSQLBackend,
 		ProxiedConfig: func(t *testing.T, via string) (tether.BackendConfig, string) {
 			host, port := "127.0.0.1", "1"
 			if via != "" {
@@ -321,5 +312,19 @@ func openDirect(dsn string) func(t *testing.T) *sql.DB {
 			t.Fatal(err)
 		}
 		return db
+	}
+}
+
+// postgresDialect is PostgreSQL's, for the shared suite.
+func postgresDialect() backendtest.Dialect {
+	return backendtest.Dialect{
+		Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
+		BigInt:      "BIGINT", Float: "DOUBLE PRECISION", Text: "TEXT", Blob: "BYTEA", Decimal: "NUMERIC(10,2)",
+		Date: "DATE", DateTime: "TIMESTAMP", Bool: "BOOLEAN",
+		DecimalExact: true, HasInsertID: false,
+		AutoID:     "BIGSERIAL PRIMARY KEY",
+		Sleep:      func(s int) string { return fmt.Sprintf("SELECT pg_sleep(%d)", s) },
+		SetSession: "SET application_name = 'leaked'", ReadSession: "SELECT current_setting('application_name')", SessionLeaked: "leaked",
+		CreateTemp: "CREATE TEMP TABLE tmp_leak (id int)",
 	}
 }

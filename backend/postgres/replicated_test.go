@@ -184,3 +184,27 @@ func TestReplicated_RefusedReadRunsOnPrimary(t *testing.T) {
 		t.Errorf("%d of the 5 reads were routed to the replica first, want 5 (the test proves nothing)", got)
 	}
 }
+
+// TestReplicated_SharedSuite runs the shared suite of SQL backends against a
+// replicated backend over the pair: through the Go API (the key API, the
+// catalog: the primary) it must behave as one server does.
+func TestReplicated_SharedSuite(t *testing.T) {
+	primaryDSN := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_PRIMARY_DSN")
+	replicaDSN := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_REPLICA_DSN")
+	backendtest.Run(t, &backendtest.Suite{
+		Dialect: postgresDialect(),
+		Hosts:   2,
+		Config: func(t *testing.T) tether.BackendConfig {
+			bc := tether.DefaultBackendConfig("postgres", primaryDSN)
+			bc.Replicas = []string{replicaDSN}
+			return bc
+		},
+		New: func(t *testing.T, cfg tether.BackendConfig) backendtest.SQLBackend {
+			b, err := postgres.NewReplicated(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+	})
+}
