@@ -144,7 +144,7 @@ func topologySnapshot() server.Snapshot {
 		Pools: []server.PoolSnapshot{{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 5},
 			Topology: &tether.TopologyStats{
 				Hosts: []tether.HostStats{
-					{Addr: "db1:3306", Role: "primary", State: "writes", Position: "0-1-42", CheckedAt: at, Writes: 17,
+					{Addr: "db1:3306", Role: "primary", State: "writes", LagKnown: true, Position: "0-1-42", CheckedAt: at, Writes: 17,
 						Pool: tether.PoolStats{Open: 3, InUse: 1, Idle: 2, Waiting: 4, Dials: 3}},
 					{Addr: "db2:3306", Role: "replica", State: "reads", LagSeconds: 0.25, LagKnown: true, Position: "0-1-41", CheckedAt: at,
 						Reads: 40, Shunned: 1, Pool: tether.PoolStats{Open: 2, Idle: 2, Dials: 2}},
@@ -219,7 +219,7 @@ func TestStatusPage_Topology(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<h2>Hosts of maria</h2>`, `id="hosts-maria"`,
-		`<tr><td>db1:3306</td><td>primary</td><td class="host-writes">writes</td><td></td><td class="n">-</td><td><code>0-1-42</code></td><td>12:00:01.000</td><td class="n">0</td><td class="n">17</td><td class="n">0</td><td class="n">3</td><td class="n">1</td><td class="n">4</td></tr>`,
+		`<tr><td>db1:3306</td><td>primary</td><td class="host-writes">writes</td><td></td><td class="n">0.000 s</td><td><code>0-1-42</code></td><td>12:00:01.000</td><td class="n">0</td><td class="n">17</td><td class="n">0</td><td class="n">3</td><td class="n">1</td><td class="n">4</td></tr>`,
 		`<tr><td>db2:3306</td><td>replica</td><td class="host-reads">reads</td><td></td><td class="n">0.250 s</td>`,
 		`<td class="host-shunned">shunned</td><td>7s behind, more than max_replica_lag 5s</td><td class="n">7.000 s</td>`,
 		`<td class="host-unreachable">unreachable</td><td>dial tcp: connection refused &lt;x&gt;</td>`,

@@ -88,7 +88,7 @@ func newCollector(src Source) *collector {
 		hostUp:              d("host_up", "1 when a host of a replicated backend answered its last probe, 0 when it did not (unreachable) or was not probed yet.", "backend", "host"),
 		hostRole:            d("host_role", "What a host of a replicated backend last said it is: 1 for its role (primary, replica, unknown), 0 for the others.", "backend", "host", "role"),
 		hostState:           d("host_state", "What routing does with a host of a replicated backend: 1 for its state (writes, reads, shunned, unreachable, unprobed, standby), 0 for the others.", "backend", "host", "state"),
-		hostLag:             d("replica_lag_seconds", "A replica's delay as it last reported it (absent while it cannot say).", "backend", "host"),
+		hostLag:             d("replica_lag_seconds", "A replica's delay behind its source as it last reported it (absent while it cannot say, and for a host that says it is the primary).", "backend", "host"),
 		hostChecked:         d("host_last_probe_timestamp_seconds", "When a host of a replicated backend last answered a probe, in seconds since the Unix epoch.", "backend", "host"),
 		hostRouted:          d("host_routed_total", "Requests routed to a host of a replicated backend, by kind: read (a replica-safe read served as a replica), write (anything sent to it as the primary).", "backend", "host", "kind"),
 		hostShunned:         d("host_shunned_total", "Times a replica was taken out of reads (unreachable, not replicating, past max_replica_lag, or no longer a replica).", "backend", "host"),
@@ -208,7 +208,7 @@ func (c *collector) collectTopology(backend string, t *tether.TopologyStats, gau
 		for _, state := range hostStates {
 			gauge(c.hostState, b2f(h.State == state), backend, h.Addr, state)
 		}
-		if h.LagKnown {
+		if h.LagKnown && h.Role != "primary" { // a primary's 0 would only clutter lag dashboards
 			gauge(c.hostLag, h.LagSeconds, backend, h.Addr)
 		}
 		if !h.CheckedAt.IsZero() {
