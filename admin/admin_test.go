@@ -203,6 +203,15 @@ func TestMetrics_Topology(t *testing.T) {
 			t.Errorf("/metrics has %q for a host that did not say", absent)
 		}
 	}
+	// A primary that stopped answering keeps the writes, but is not up.
+	snap := topologySnapshot()
+	snap.Pools[0].Topology.Hosts[0].Role = "unknown"
+	_, body = get(t, Handler(&fakeSource{snap: snap}), "/metrics")
+	for _, want := range []string{`tether_host_up{backend="maria",host="db1:3306"} 0`, `tether_host_state{backend="maria",host="db1:3306",state="writes"} 1`} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics with the primary not answering has no line %q", want)
+		}
+	}
 	// A backend of one server has none of them.
 	_, body = get(t, Handler(&fakeSource{snap: server.Snapshot{Pools: []server.PoolSnapshot{{Backend: "one", Type: "mysql"}}}}), "/metrics")
 	if strings.Contains(body, "tether_host_") || strings.Contains(body, "tether_failovers_total{") {

@@ -85,11 +85,11 @@ func newCollector(src Source) *collector {
 		rollbacks:           d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
 		loopBusy:            d("event_loop_busy_seconds_total", "Time the event loop spent serving events rather than waiting for them; its rate near 1 is a loop at saturation."),
 		loopTurns:           d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
-		hostUp:              d("host_up", "1 when a host of a replicated backend answered its last probe, 0 when it did not (unreachable) or was not probed yet.", "backend", "host"),
+		hostUp:              d("host_up", "1 when a host of a replicated backend answered its last probe with its role, 0 when it did not (unreachable) or was not probed yet.", "backend", "host"),
 		hostRole:            d("host_role", "What a host of a replicated backend last said it is: 1 for its role (primary, replica, unknown), 0 for the others.", "backend", "host", "role"),
 		hostState:           d("host_state", "What routing does with a host of a replicated backend: 1 for its state (writes, reads, shunned, unreachable, unprobed, standby), 0 for the others.", "backend", "host", "state"),
 		hostLag:             d("replica_lag_seconds", "A replica's delay behind its source as it last reported it (absent while it cannot say, and for a host that says it is the primary).", "backend", "host"),
-		hostChecked:         d("host_last_probe_timestamp_seconds", "When a host of a replicated backend last answered a probe, in seconds since the Unix epoch.", "backend", "host"),
+		hostChecked:         d("host_last_probe_timestamp_seconds", "When a host of a replicated backend was last probed (answered or not), in seconds since the Unix epoch.", "backend", "host"),
 		hostRouted:          d("host_routed_total", "Requests routed to a host of a replicated backend, by kind: read (a replica-safe read served as a replica), write (anything sent to it as the primary).", "backend", "host", "kind"),
 		hostShunned:         d("host_shunned_total", "Times a replica was taken out of reads (unreachable, not replicating, past max_replica_lag, or no longer a replica).", "backend", "host"),
 		hostPoolConns:       d("host_pool_connections", "Connections of a replicated backend's host's own pool, by state (open = in_use + idle).", "backend", "host", "state"),
@@ -201,7 +201,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // collectTopology emits a replicated backend's hosts and routing counters.
 func (c *collector) collectTopology(backend string, t *tether.TopologyStats, gauge, counter func(*prometheus.Desc, float64, ...string)) {
 	for _, h := range t.Hosts {
-		gauge(c.hostUp, b2f(h.State != "unreachable" && h.State != "unprobed"), backend, h.Addr)
+		// Role is "unknown" until the host answers, and again after each
+		// probe it fails: a primary that stopped answering keeps state
+		// "writes" (it keeps the writes until another host takes them), so
+		// State alone cannot tell.
+		gauge(c.hostUp, b2f(h.Role != "unknown"), backend, h.Addr)
 		for _, role := range hostRoles {
 			gauge(c.hostRole, b2f(h.Role == role), backend, h.Addr, role)
 		}
