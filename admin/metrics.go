@@ -51,58 +51,60 @@ func newCollector(src Source) *collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("tether_"+name, help, labels, nil)
 	}
-	return &collector{src: src,
-		buildInfo:           d("build_info", "tetherd's version (always 1).", "version"),
-		started:             d("start_time_seconds", "When tetherd started serving, in seconds since the Unix epoch."),
-		ready:               d("ready", "1 when every backend is open and tetherd is not draining."),
-		draining:            d("draining", "1 while tetherd drains before it exits."),
-		clients:             d("clients", "Client connections (PHP workers' sockets) open."),
-		inFlight:            d("requests_in_flight", "Requests being served."),
-		txs:                 d("transactions_open", "Transactions open."),
-		poolConns:           d("pool_connections", "Backend connections of a pool, by state (open = in_use + idle).", "backend", "type", "state"),
-		poolWaits:           d("pool_waits_total", "Requests that waited for a free backend connection.", "backend"),
-		poolResets:          d("pool_resets_total", "Backend connections reset because a statement left session state that cannot follow its client.", "backend"),
-		cacheByTable:        d("cache_by_table", "1 when writes drop only the cached results that read their tables (the backend's catalog is known), 0 when they drop its whole cache.", "backend"),
-		cacheHits:           d("cache_hits_total", "Reads answered from the result cache."),
-		cacheMisses:         d("cache_misses_total", "Reads that asked for the cache and found no live result."),
-		cacheMerged:         d("cache_merged_total", "Reads answered by an identical read in flight."),
-		cacheStores:         d("cache_stores_total", "Results stored in the cache."),
-		cacheEvictions:      d("cache_evictions_total", "Cached results dropped to stay within cache.max_bytes."),
-		cacheExpired:        d("cache_expired_total", "Cached results dropped past their TTL."),
-		cacheRefused:        d("cache_refused_total", "Results not stored, by reason.", "reason"),
-		cacheInvalidations:  d("cache_invalidations_total", "Invalidations, by cause.", "cause"),
-		cacheDropped:        d("cache_invalidated_entries_total", "Cached results dropped by invalidations, by cause.", "cause"),
-		cacheBytes:          d("cache_bytes", "Memory the result cache counts against cache.max_bytes."),
-		cacheEntries:        d("cache_entries", "Results in the cache."),
-		requests:            d("requests_total", "Requests answered, by operation, backend (empty for ping, batch and join) and result (ok or the error code).", "op", "backend", "code"),
-		duration:            d("request_duration_seconds", "Time from a request's arrival to its answer, by operation and backend.", "op", "backend"),
-		poolDials:           d("pool_dials_total", "Backend connections opened.", "backend"),
-		poolDialErrors:      d("pool_dial_errors_total", "Backend connections that could not be opened.", "backend"),
-		poolCancels:         d("pool_cancels_total", "Statements cancelled on the backend (their deadline passed, or their client went away).", "backend"),
-		poolIllegalMoves:    d("pool_illegal_moves_total", "Moves of a backend connection that the pool's state table refused: each is a tetherd bug, logged with its stack.", "backend"),
-		poolsRetiring:       d("pools_retiring", "Pools a reload replaced or removed that still serve what began before it."),
-		poolMaxConns:        d("pool_max_connections", "A pool's max_conns in force (in use against it: tether_pool_connections).", "backend"),
-		rollbacks:           d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
-		loopBusy:            d("event_loop_busy_seconds_total", "Time the event loop spent serving events rather than waiting for them; its rate near 1 is a loop at saturation."),
-		loopTurns:           d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
-		hostUp:              d("host_up", "1 when a host of a replicated backend answered its last probe with its role, 0 when it did not (unreachable) or was not probed yet.", "backend", "host"),
-		hostRole:            d("host_role", "What a host of a replicated backend last said it is: 1 for its role (primary, replica, unknown), 0 for the others.", "backend", "host", "role"),
-		hostState:           d("host_state", "What routing does with a host of a replicated backend: 1 for its state (writes, reads, shunned, unreachable, unprobed, standby), 0 for the others.", "backend", "host", "state"),
-		hostLag:             d("replica_lag_seconds", "A replica's delay behind its source as it last reported it (absent while it cannot say, and for a host that says it is the primary).", "backend", "host"),
-		hostChecked:         d("host_last_probe_timestamp_seconds", "When a host of a replicated backend was last probed (answered or not), in seconds since the Unix epoch.", "backend", "host"),
-		hostRouted:          d("host_routed_total", "Requests routed to a host of a replicated backend, by kind: read (a replica-safe read served as a replica), write (anything sent to it as the primary).", "backend", "host", "kind"),
-		hostShunned:         d("host_shunned_total", "Times a replica was taken out of reads (unreachable, not replicating, past max_replica_lag, or no longer a replica).", "backend", "host"),
-		hostPoolConns:       d("host_pool_connections", "Connections of a replicated backend's host's own pool, by state (open = in_use + idle).", "backend", "host", "state"),
-		hostWaits:           d("host_pool_waits_total", "Requests that waited for a free connection of a host's pool.", "backend", "host"),
-		hostDials:           d("host_pool_dials_total", "Connections a host's pool opened.", "backend", "host"),
-		hostDialErrors:      d("host_pool_dial_errors_total", "Connections a host's pool could not open.", "backend", "host"),
-		failovers:           d("failovers_total", "Moves of a replicated backend's writes from one host to another, or to none while no host takes writes, or back from none.", "backend"),
-		lastFailover:        d("last_failover_timestamp_seconds", "When a replicated backend's writes last moved, in seconds since the Unix epoch (absent before any move).", "backend"),
-		causalReads:         d("causal_reads_total", "Reads of clients after their own write (read-your-writes), by where they went: primary (no replica had the write yet), replica (one had it).", "backend", "to"),
-		primaryWaits:        d("primary_waits_total", "Requests that needed the primary while no host took writes, and waited for one (primary_wait).", "backend"),
-		primaryWaitTimeouts: d("primary_wait_timeouts_total", "Requests answered unavailable because no host took writes within primary_wait.", "backend"),
-		panics:              d("panics_total", "Panics recovered while serving requests (each answered internal, its stack logged), by backend and op (or place: conn_read, event_loop).", "backend", "op"),
+	c := &collector{src: src,
+		buildInfo:          d("build_info", "tetherd's version (always 1).", "version"),
+		started:            d("start_time_seconds", "When tetherd started serving, in seconds since the Unix epoch."),
+		ready:              d("ready", "1 when every backend is open and tetherd is not draining."),
+		draining:           d("draining", "1 while tetherd drains before it exits."),
+		clients:            d("clients", "Client connections (PHP workers' sockets) open."),
+		inFlight:           d("requests_in_flight", "Requests being served."),
+		txs:                d("transactions_open", "Transactions open."),
+		poolConns:          d("pool_connections", "Backend connections of a pool, by state (open = in_use + idle).", "backend", "type", "state"),
+		poolWaits:          d("pool_waits_total", "Requests that waited for a free backend connection.", "backend"),
+		poolResets:         d("pool_resets_total", "Backend connections reset because a statement left session state that cannot follow its client.", "backend"),
+		cacheByTable:       d("cache_by_table", "1 when writes drop only the cached results that read their tables (the backend's catalog is known), 0 when they drop its whole cache.", "backend"),
+		cacheHits:          d("cache_hits_total", "Reads answered from the result cache."),
+		cacheMisses:        d("cache_misses_total", "Reads that asked for the cache and found no live result."),
+		cacheMerged:        d("cache_merged_total", "Reads answered by an identical read in flight."),
+		cacheStores:        d("cache_stores_total", "Results stored in the cache."),
+		cacheEvictions:     d("cache_evictions_total", "Cached results dropped to stay within cache.max_bytes."),
+		cacheExpired:       d("cache_expired_total", "Cached results dropped past their TTL."),
+		cacheRefused:       d("cache_refused_total", "Results not stored, by reason.", "reason"),
+		cacheInvalidations: d("cache_invalidations_total", "Invalidations, by cause.", "cause"),
+		cacheDropped:       d("cache_invalidated_entries_total", "Cached results dropped by invalidations, by cause.", "cause"),
+		cacheBytes:         d("cache_bytes", "Memory the result cache counts against cache.max_bytes."),
+		cacheEntries:       d("cache_entries", "Results in the cache."),
+		requests:           d("requests_total", "Requests answered, by operation, backend (empty for ping, batch and join) and result (ok or the error code).", "op", "backend", "code"),
+		duration:           d("request_duration_seconds", "Time from a request's arrival to its answer, by operation and backend.", "op", "backend"),
+		poolDials:          d("pool_dials_total", "Backend connections opened.", "backend"),
+		poolDialErrors:     d("pool_dial_errors_total", "Backend connections that could not be opened.", "backend"),
+		poolCancels:        d("pool_cancels_total", "Statements cancelled on the backend (their deadline passed, or their client went away).", "backend"),
+		poolIllegalMoves:   d("pool_illegal_moves_total", "Moves of a backend connection that the pool's state table refused: each is a tetherd bug, logged with its stack.", "backend"),
+		poolsRetiring:      d("pools_retiring", "Pools a reload replaced or removed that still serve what began before it."),
+		poolMaxConns:       d("pool_max_connections", "A pool's max_conns in force (in use against it: tether_pool_connections).", "backend"),
+		rollbacks:          d("transaction_rollbacks_total", "Transactions tetherd rolled back on its own, by cause (client_gone, idle_timeout, shutdown).", "cause"),
+		loopBusy:           d("event_loop_busy_seconds_total", "Time the event loop spent serving events rather than waiting for them; its rate near 1 is a loop at saturation."),
+		loopTurns:          d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
+		panics:             d("panics_total", "Panics recovered while serving requests (each answered internal, its stack logged), by backend and op (or place: conn_read, event_loop).", "backend", "op"),
 	}
+	// A replicated backend's hosts and routing (tether.TopologyReporter).
+	c.hostUp = d("host_up", "1 when a host of a replicated backend answered its last probe with its role, 0 when it did not (unreachable) or was not probed yet.", "backend", "host")
+	c.hostRole = d("host_role", "What a host of a replicated backend last said it is: 1 for its role (primary, replica, unknown), 0 for the others.", "backend", "host", "role")
+	c.hostState = d("host_state", "What routing does with a host of a replicated backend: 1 for its state (writes, reads, shunned, unreachable, unprobed, standby), 0 for the others.", "backend", "host", "state")
+	c.hostLag = d("replica_lag_seconds", "A replica's delay behind its source as it last reported it (absent while it cannot say, and for a host that says it is the primary).", "backend", "host")
+	c.hostChecked = d("host_last_probe_timestamp_seconds", "When a host of a replicated backend was last probed (answered or not), in seconds since the Unix epoch.", "backend", "host")
+	c.hostRouted = d("host_routed_total", "Requests routed to a host of a replicated backend, by kind: read (a replica-safe read served as a replica), write (anything sent to it as the primary).", "backend", "host", "kind")
+	c.hostShunned = d("host_shunned_total", "Times a replica was taken out of reads (unreachable, not replicating, past max_replica_lag, or no longer a replica).", "backend", "host")
+	c.hostPoolConns = d("host_pool_connections", "Connections of a replicated backend's host's own pool, by state (open = in_use + idle).", "backend", "host", "state")
+	c.hostWaits = d("host_pool_waits_total", "Requests that waited for a free connection of a host's pool.", "backend", "host")
+	c.hostDials = d("host_pool_dials_total", "Connections a host's pool opened.", "backend", "host")
+	c.hostDialErrors = d("host_pool_dial_errors_total", "Connections a host's pool could not open.", "backend", "host")
+	c.failovers = d("failovers_total", "Moves of a replicated backend's writes from one host to another, or to none while no host takes writes, or back from none.", "backend")
+	c.lastFailover = d("last_failover_timestamp_seconds", "When a replicated backend's writes last moved, in seconds since the Unix epoch (absent before any move).", "backend")
+	c.causalReads = d("causal_reads_total", "Reads of clients after their own write (read-your-writes), by where they went: primary (no replica had the write yet), replica (one had it).", "backend", "to")
+	c.primaryWaits = d("primary_waits_total", "Requests that needed the primary while no host took writes, and waited for one (primary_wait).", "backend")
+	c.primaryWaitTimeouts = d("primary_wait_timeouts_total", "Requests answered unavailable because no host took writes within primary_wait.", "backend")
+	return c
 }
 
 // Describe implements prometheus.Collector.
