@@ -23,7 +23,24 @@ type collector struct {
 	poolIllegalMoves                                            *prometheus.Desc
 	rollbacks, loopBusy, loopTurns, panics                      *prometheus.Desc
 	poolMaxConns                                                *prometheus.Desc
+
+	// A replicated backend's hosts (tether.TopologyReporter), labelled by
+	// backend and host (its address: from the config, so bounded).
+	hostUp, hostRole, hostState, hostLag, hostChecked *prometheus.Desc
+	hostRouted, hostShunned, hostPoolConns, hostWaits *prometheus.Desc
+	hostDials, hostDialErrors                         *prometheus.Desc
+	failovers, lastFailover, causalReads              *prometheus.Desc
+	primaryWaits, primaryWaitTimeouts                 *prometheus.Desc
 }
+
+// hostRoles and hostStates are every value tether.HostStats' Role and State
+// take: tether_host_role and tether_host_state give each its own series, 1
+// for the current one and 0 for the others, so that a move shows as two
+// series changing rather than one vanishing.
+var (
+	hostRoles  = []string{"primary", "replica", "unknown"}
+	hostStates = []string{"writes", "reads", "shunned", "unreachable", "unprobed", "standby"}
+)
 
 // panicSource is a Source that counts the panics it recovered from.
 type panicSource interface {
@@ -34,7 +51,7 @@ func newCollector(src Source) *collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("tether_"+name, help, labels, nil)
 	}
-	return &collector{src: src,
+	c := &collector{src: src,
 		buildInfo:          d("build_info", "tetherd's version (always 1).", "version"),
 		started:            d("start_time_seconds", "When tetherd started serving, in seconds since the Unix epoch."),
 		ready:              d("ready", "1 when every backend is open and tetherd is not draining."),
@@ -70,6 +87,24 @@ func newCollector(src Source) *collector {
 		loopTurns:          d("event_loop_turns_total", "Turns of the event loop (each serves every event ready at once)."),
 		panics:             d("panics_total", "Panics recovered while serving requests (each answered internal, its stack logged), by backend and op (or place: conn_read, event_loop).", "backend", "op"),
 	}
+	// A replicated backend's hosts and routing (tether.TopologyReporter).
+	c.hostUp = d("host_up", "1 when a host of a replicated backend answered its last probe with its role, 0 when it did not (unreachable) or was not probed yet.", "backend", "host")
+	c.hostRole = d("host_role", "What a host of a replicated backend last said it is: 1 for its role (primary, replica, unknown), 0 for the others.", "backend", "host", "role")
+	c.hostState = d("host_state", "What routing does with a host of a replicated backend: 1 for its state (writes, reads, shunned, unreachable, unprobed, standby), 0 for the others.", "backend", "host", "state")
+	c.hostLag = d("replica_lag_seconds", "A replica's delay behind its source as it last reported it (absent while it cannot say, and for a host that says it is the primary).", "backend", "host")
+	c.hostChecked = d("host_last_probe_timestamp_seconds", "When a host of a replicated backend was last probed (answered or not), in seconds since the Unix epoch.", "backend", "host")
+	c.hostRouted = d("host_routed_total", "Requests routed to a host of a replicated backend, by kind: read (a replica-safe read served as a replica), write (anything sent to it as the primary).", "backend", "host", "kind")
+	c.hostShunned = d("host_shunned_total", "Times a replica was taken out of reads (unreachable, not replicating, past max_replica_lag, or no longer a replica).", "backend", "host")
+	c.hostPoolConns = d("host_pool_connections", "Connections of a replicated backend's host's own pool, by state (open = in_use + idle).", "backend", "host", "state")
+	c.hostWaits = d("host_pool_waits_total", "Requests that waited for a free connection of a host's pool.", "backend", "host")
+	c.hostDials = d("host_pool_dials_total", "Connections a host's pool opened.", "backend", "host")
+	c.hostDialErrors = d("host_pool_dial_errors_total", "Connections a host's pool could not open.", "backend", "host")
+	c.failovers = d("failovers_total", "Moves of a replicated backend's writes from one host to another, or to none while no host takes writes, or back from none.", "backend")
+	c.lastFailover = d("last_failover_timestamp_seconds", "When a replicated backend's writes last moved, in seconds since the Unix epoch (absent before any move).", "backend")
+	c.causalReads = d("causal_reads_total", "Reads of clients after their own write (read-your-writes), by where they went: primary (no replica had the write yet), replica (one had it).", "backend", "to")
+	c.primaryWaits = d("primary_waits_total", "Requests that needed the primary while no host took writes, and waited for one (primary_wait).", "backend")
+	c.primaryWaitTimeouts = d("primary_wait_timeouts_total", "Requests answered unavailable because no host took writes within primary_wait.", "backend")
+	return c
 }
 
 // Describe implements prometheus.Collector.
@@ -78,7 +113,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.poolConns, c.poolWaits, c.poolResets, c.cacheByTable, c.cacheHits, c.cacheMisses, c.cacheMerged,
 		c.cacheStores, c.cacheEvictions, c.cacheExpired, c.cacheRefused, c.cacheInvalidations, c.cacheDropped,
 		c.cacheBytes, c.cacheEntries, c.requests, c.duration, c.poolDials, c.poolDialErrors, c.poolCancels, c.poolIllegalMoves,
-		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns, c.panics, c.poolMaxConns} {
+		c.poolsRetiring, c.rollbacks, c.loopBusy, c.loopTurns, c.panics, c.poolMaxConns,
+		c.hostUp, c.hostRole, c.hostState, c.hostLag, c.hostChecked, c.hostRouted, c.hostShunned, c.hostPoolConns,
+		c.hostWaits, c.hostDials, c.hostDialErrors, c.failovers, c.lastFailover, c.causalReads, c.primaryWaits,
+		c.primaryWaitTimeouts} {
 		ch <- d
 	}
 }
@@ -120,6 +158,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if s.Cache != nil && p.TableAware {
 			gauge(c.cacheByTable, b2f(p.CacheByTable), p.Backend)
 		}
+		if p.Topology != nil {
+			c.collectTopology(p.Backend, p.Topology, gauge, counter)
+		}
 	}
 	gauge(c.poolsRetiring, float64(retiring))
 	for cause, n := range s.Rollbacks {
@@ -157,6 +198,46 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.cacheBytes, float64(cs.Bytes))
 		gauge(c.cacheEntries, float64(cs.Entries))
 	}
+}
+
+// collectTopology emits a replicated backend's hosts and routing counters.
+func (c *collector) collectTopology(backend string, t *tether.TopologyStats, gauge, counter func(*prometheus.Desc, float64, ...string)) {
+	for _, h := range t.Hosts {
+		// Role is "unknown" until the host answers, and again after each
+		// probe it fails: a primary that stopped answering keeps state
+		// "writes" (it keeps the writes until another host takes them), so
+		// State alone cannot tell.
+		gauge(c.hostUp, b2f(h.Role != "unknown"), backend, h.Addr)
+		for _, role := range hostRoles {
+			gauge(c.hostRole, b2f(h.Role == role), backend, h.Addr, role)
+		}
+		for _, state := range hostStates {
+			gauge(c.hostState, b2f(h.State == state), backend, h.Addr, state)
+		}
+		if h.LagKnown && h.Role != "primary" { // a primary's 0 would only clutter lag dashboards
+			gauge(c.hostLag, h.LagSeconds, backend, h.Addr)
+		}
+		if !h.CheckedAt.IsZero() {
+			gauge(c.hostChecked, float64(h.CheckedAt.UnixNano())/1e9, backend, h.Addr)
+		}
+		counter(c.hostRouted, float64(h.Reads), backend, h.Addr, "read")
+		counter(c.hostRouted, float64(h.Writes), backend, h.Addr, "write")
+		counter(c.hostShunned, float64(h.Shunned), backend, h.Addr)
+		gauge(c.hostPoolConns, float64(h.Pool.Open), backend, h.Addr, "open")
+		gauge(c.hostPoolConns, float64(h.Pool.InUse), backend, h.Addr, "in_use")
+		gauge(c.hostPoolConns, float64(h.Pool.Idle), backend, h.Addr, "idle")
+		counter(c.hostWaits, float64(h.Pool.Waiting), backend, h.Addr)
+		counter(c.hostDials, float64(h.Pool.Dials), backend, h.Addr)
+		counter(c.hostDialErrors, float64(h.Pool.DialErrors), backend, h.Addr)
+	}
+	counter(c.failovers, float64(t.FailoversTotal), backend)
+	if n := len(t.Failovers); n > 0 {
+		gauge(c.lastFailover, float64(t.Failovers[n-1].At.UnixNano())/1e9, backend)
+	}
+	counter(c.causalReads, float64(t.CausalPrimary), backend, "primary")
+	counter(c.causalReads, float64(t.CausalReplica), backend, "replica")
+	counter(c.primaryWaits, float64(t.PrimaryWaits), backend)
+	counter(c.primaryWaitTimeouts, float64(t.PrimaryWaitTimeouts), backend)
 }
 
 func b2f(b bool) float64 {

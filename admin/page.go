@@ -73,6 +73,8 @@ var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ms":   ms,
 	"secs": func(s float64) string { return ms(time.Duration(s * 1e9)) },
 	"when": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
+	"day":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") },
+	"lag":  func(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) + " s" },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
 <title>tetherd {{.State}}</title>
@@ -85,6 +87,7 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .state-ready{color:#1a7f37}.state-draining,.state-starting{color:#b35900}
 code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 .grid{display:flex;gap:2em;flex-wrap:wrap}.client{white-space:nowrap}
+.host-writes,.host-reads{color:#1a7f37}.host-shunned,.host-standby,.host-unprobed{color:#b35900}.host-unreachable{color:#c00}
 </style></head><body>
 <h1>tetherd <span class="state-{{.State}}">{{.State}}</span></h1>
 <div class="muted">version {{.Version}}{{if .Uptime}} · up {{.Uptime}}{{end}} · {{.Now}} · reloads every 5 s</div>
@@ -106,6 +109,14 @@ code{font-size:12px;white-space:pre-wrap;word-break:break-all}.muted{color:#777}
 <h2>Pools</h2><table id="pools"><tr><th>backend</th><th>type</th><th>open</th><th>in use</th><th>idle</th><th>waits</th><th>resets</th><th>cache by table</th><th>max conns</th><th>min conns</th><th>acquire timeout</th><th>idle timeout</th><th>tx idle timeout</th><th>statement cache</th></tr>
 {{range .Pools}}<tr><td>{{.Backend}}{{if .Retiring}} <span class="muted">(retiring)</span>{{end}}</td><td>{{.Type}}</td><td class="n">{{.Stats.Open}}</td><td class="n">{{.Stats.InUse}}</td><td class="n">{{.Stats.Idle}}</td><td class="n">{{.Stats.Waiting}}</td><td class="n">{{.Stats.Resets}}</td><td>{{if .CacheByTable}}yes{{else}}-{{end}}</td><td class="n max-conns">{{.Limits.MaxConns}}</td><td class="n">{{.Limits.MinConns}}</td><td class="n">{{.Limits.AcquireTimeout}}</td><td class="n">{{.Limits.IdleTimeout}}</td><td class="n">{{.Limits.TxIdleTimeout}}</td><td class="n">{{.Limits.StmtCacheSize}}</td></tr>
 {{end}}</table>
+{{range .Pools}}{{if .Topology}}{{$b := .Backend}}{{with .Topology}}<h2>Hosts of {{$b}}</h2>
+<table class="hosts" id="hosts-{{$b}}"><tr><th>host</th><th>role</th><th>state</th><th>why</th><th>lag</th><th>position</th><th>checked</th><th>reads</th><th>writes</th><th>shunned</th><th>open</th><th>in use</th><th>waits</th></tr>
+{{range .Hosts}}<tr><td>{{.Addr}}</td><td>{{.Role}}</td><td class="host-{{.State}}">{{.State}}</td><td>{{.Why}}</td><td class="n">{{if .LagKnown}}{{lag .LagSeconds}}{{else}}-{{end}}</td><td><code>{{.Position}}</code></td><td>{{if not .CheckedAt.IsZero}}{{when .CheckedAt}}{{else}}-{{end}}</td><td class="n">{{.Reads}}</td><td class="n">{{.Writes}}</td><td class="n">{{.Shunned}}</td><td class="n">{{.Pool.Open}}</td><td class="n">{{.Pool.InUse}}</td><td class="n">{{.Pool.Waiting}}</td></tr>
+{{end}}</table>
+<p>reads after a client's own write: {{.CausalPrimary}} on the primary, {{.CausalReplica}} on a replica that had it · waits for a primary: {{.PrimaryWaits}} ({{.PrimaryWaitTimeouts}} timed out) · failovers: {{.FailoversTotal}}</p>
+{{if .Failovers}}<table class="failovers" id="failovers-{{$b}}"><tr><th>when</th><th>from</th><th>to</th><th>what the hosts said</th></tr>
+{{range .Failovers}}<tr><td>{{day .At}}</td><td>{{or .From "(none)"}}</td><td>{{or .To "(none)"}}</td><td>{{.Why}}</td></tr>
+{{end}}</table>{{end}}{{end}}{{end}}{{end}}
 <h2>Most frequent operations</h2>{{if .Requests}}<table id="requests"><tr><th>operation</th><th>backend</th><th>requests</th><th>errors</th><th>mean</th></tr>
 {{range .Requests}}<tr><td>{{.Op}}</td><td>{{.Backend}}</td><td class="n">{{.Count}}</td><td class="n">{{.Errors}}</td><td class="n">{{.MeanMS}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">none yet</p>{{end}}

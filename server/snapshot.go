@@ -93,6 +93,12 @@ type PoolSnapshot struct {
 	// transactions that began before, then closes. Listed after the
 	// current pools.
 	Retiring bool `json:"retiring,omitempty"`
+	// Topology: a backend over a primary and its replicas
+	// (tether.TopologyReporter: replicas = [...]) reports each host (what
+	// it says it is, what routing does with it, its lag, its routed reads
+	// and writes, its own pool) and its failovers; nil for a backend of
+	// one server, and for a retiring pool. Stats above sum the hosts' pools.
+	Topology *tether.TopologyStats `json:"topology,omitempty"`
 }
 
 // PoolLimits are the settings in force for one pool: its [backends.NAME]
@@ -143,15 +149,34 @@ func (s *Server) Snapshot() Snapshot {
 	snap.RecentErrors, snap.Slowest = s.recent.snapshot()
 	snap.Frequent = s.frequent.top(maxRecent)
 	current, retiring := s.poolSnapshots()
+	live := s.backends()
 	for _, p := range current {
 		p.CacheByTable = s.CacheByTable(p.Backend)
 		if t, ok := tether.LookupBackendType(p.Type); ok && t.Tables != 0 {
 			p.TableAware = true
 		}
+		p.Topology = topologyOf(live, p.Backend)
 		snap.Pools = append(snap.Pools, p)
 	}
 	snap.Pools = append(snap.Pools, retiring...)
 	return snap
+}
+
+// topologyOf returns the topology of the backend named name among live, or
+// nil when it reports none. Topology reads the router's counters and its
+// monitor's last statuses: no request waits for it.
+func topologyOf(live []*liveBackend, name string) *tether.TopologyStats {
+	for _, lb := range live {
+		if lb.name != name {
+			continue
+		}
+		if tr, ok := lb.b.(tether.TopologyReporter); ok {
+			t := tr.Topology()
+			return &t
+		}
+		return nil
+	}
+	return nil
 }
 
 // ClientRef names the client connection a request came from, in the recent

@@ -368,6 +368,48 @@ func (m *Main) printPools(s server.Snapshot) {
 			p.Stats.Waiting, p.Stats.Resets, byTable, l.MaxConns, l.MinConns, l.AcquireTimeout, l.IdleTimeout, l.TxIdleTimeout, l.StmtCacheSize)
 	}
 	tw.Flush()
+	for _, p := range s.Pools {
+		if p.Topology != nil {
+			fmt.Fprintln(m.Stdout)
+			m.printTopology(p.Backend, p.Topology)
+		}
+	}
+}
+
+// printTopology prints a replicated backend's hosts (what each says it is,
+// what routing does with it, its lag and routed requests), its routing
+// counters and its failovers, oldest first.
+func (m *Main) printTopology(backend string, t *tether.TopologyStats) {
+	fmt.Fprintf(m.Stdout, "%s: hosts\n", backend)
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  HOST\tROLE\tSTATE\tLAG\tREADS\tWRITES\tSHUNNED\tOPEN\tIN USE\tCHECKED\tWHY\t")
+	for _, h := range t.Hosts {
+		lag, checked := "-", "-"
+		if h.LagKnown {
+			lag = fmt.Sprintf("%.3fs", h.LagSeconds)
+		}
+		if !h.CheckedAt.IsZero() {
+			checked = h.CheckedAt.UTC().Format("15:04:05.000")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", h.Addr, h.Role, h.State, lag, h.Reads, h.Writes,
+			h.Shunned, h.Pool.Open, h.Pool.InUse, checked, pick(h.Why != "", h.Why, "-"))
+	}
+	tw.Flush()
+	fmt.Fprintf(m.Stdout, "  reads after a client's write: %d on the primary, %d on a replica that had it\n", t.CausalPrimary, t.CausalReplica)
+	fmt.Fprintf(m.Stdout, "  waits for a primary: %d (%d timed out)\n", t.PrimaryWaits, t.PrimaryWaitTimeouts)
+	fmt.Fprintf(m.Stdout, "  failovers: %d\n", t.FailoversTotal)
+	if len(t.Failovers) == 0 {
+		return
+	}
+	if uint64(len(t.Failovers)) < t.FailoversTotal {
+		fmt.Fprintf(m.Stdout, "  the last %d:\n", len(t.Failovers))
+	}
+	tw = tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	for _, f := range t.Failovers {
+		fmt.Fprintf(tw, "    %s\t%s -> %s\t%s\n", f.At.UTC().Format("2006-01-02 15:04:05.000"), pick(f.From != "", f.From, "(none)"),
+			pick(f.To != "", f.To, "(none)"), f.Why)
+	}
+	tw.Flush()
 }
 
 // clients prints tetherd's client connections.

@@ -273,3 +273,75 @@ func TestPools_Limits(t *testing.T) {
 		t.Fatalf("after a reload to max_conns 3, MAX %s", got)
 	}
 }
+
+// topoSource is an admin source whose one backend is replicated.
+type topoSource struct{ snap server.Snapshot }
+
+func (s topoSource) Snapshot() server.Snapshot { return s.snap }
+
+// TestPools_Topology: tether pools and tether status print a host table
+// under a replicated backend (role, state, lag, reads, writes, shunned) and
+// its failovers in time order, read from /status.json.
+func TestPools_Topology(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 1, 0, time.UTC)
+	snap := server.Snapshot{Version: "v1", Ready: true, Pools: []server.PoolSnapshot{
+		{Backend: "one", Type: "sqlite"},
+		{Backend: "maria", Type: "mysql", Stats: tether.PoolStats{Open: 5}, Topology: &tether.TopologyStats{
+			Hosts: []tether.HostStats{
+				{Addr: "db1:3306", Role: "primary", State: "writes", CheckedAt: at, Writes: 17, Pool: tether.PoolStats{Open: 3, InUse: 1}},
+				{Addr: "db2:3306", Role: "replica", State: "shunned", Why: "7s behind, more than max_replica_lag 5s", LagSeconds: 7.25, LagKnown: true,
+					CheckedAt: at, Reads: 40, Shunned: 2, Pool: tether.PoolStats{Open: 2}},
+			},
+			Failovers: []tether.Failover{
+				{At: at, From: "db2:3306", To: "", Why: "db2:3306: replica, read-only"},
+				{At: at.Add(1500 * time.Millisecond), From: "", To: "db1:3306", Why: "db1:3306: primary"},
+			},
+			FailoversTotal: 5, CausalPrimary: 6, CausalReplica: 9, PrimaryWaits: 2, PrimaryWaitTimeouts: 1,
+		}},
+	}}
+	sock := filepath.Join(t.TempDir(), "admin.sock")
+	l, err := admin.Listen(tether.AdminConfig{Socket: sock}, topoSource{snap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	for _, cmd := range []string{"pools", "status"} {
+		out, err := run(t, "-admin", sock, cmd)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		for _, want := range [][]string{
+			{"maria: hosts"},
+			{"HOST", "ROLE", "STATE", "LAG", "READS", "WRITES", "SHUNNED", "OPEN", "IN", "USE", "CHECKED", "WHY"},
+			{"db1:3306", "primary", "writes", "-", "0", "17", "0", "3", "1", "12:00:01.000", "-"},
+			{"db2:3306", "replica", "shunned", "7.250s", "40", "0", "2", "2", "0", "12:00:01.000", "7s", "behind,", "more", "than", "max_replica_lag", "5s"},
+			{"reads", "after", "a", "client's", "write:", "6", "on", "the", "primary,", "9", "on", "a", "replica", "that", "had", "it"},
+			{"waits", "for", "a", "primary:", "2", "(1", "timed", "out)"},
+			{"failovers:", "5"},
+			{"the", "last", "2:"},
+			{"2026-11-27", "12:00:01.000", "db2:3306", "->", "(none)", "db2:3306:", "replica,", "read-only"},
+			{"2026-11-27", "12:00:02.500", "(none)", "->", "db1:3306", "db1:3306:", "primary"},
+		} {
+			if !hasLine(out, want) {
+				t.Errorf("%s has no line %q:\n%s", cmd, strings.Join(want, " "), out)
+			}
+		}
+		if strings.Contains(out, "one: hosts") {
+			t.Errorf("%s: a host table for a backend of one server:\n%s", cmd, out)
+		}
+		// The failovers come in time order.
+		if i, j := strings.Index(out, "-> (none)"), strings.Index(out, "-> db1:3306"); i < 0 || j < i {
+			t.Errorf("%s: failovers out of order:\n%s", cmd, out)
+		}
+	}
+}
+
+// hasLine reports whether a line of out has exactly the fields want.
+func hasLine(out string, want []string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Join(strings.Fields(line), " ") == strings.Join(want, " ") {
+			return true
+		}
+	}
+	return false
+}
