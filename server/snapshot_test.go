@@ -95,7 +95,9 @@ func replicatedPairs(t *testing.T) []replicatedPair {
 // requests and as the replica stops applying, in the Snapshot and through
 // the admin API's views of it (/status.json, /metrics, /status).
 func TestSnapshot_Topology(t *testing.T) {
-	for _, p := range replicatedPairs(t) {
+	pairs := replicatedPairs(t)
+	backendtest.LockReplicaPairs(t)
+	for _, p := range pairs {
 		t.Run(p.typ, func(t *testing.T) {
 			bc := tether.DefaultBackendConfig(p.typ, p.primary)
 			bc.Replicas = []string{p.replica}

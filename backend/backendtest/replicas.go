@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"hash/crc32"
 	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -318,4 +321,26 @@ func (s *ReplicaSuite) tokenAcrossClients(t *testing.T) {
 	if staleWithout == 0 {
 		t.Errorf("no read without the token was stale: the test proves nothing")
 	}
+}
+
+// LockReplicaPairs serialises the tests that use the replicated pairs
+// across packages (go test runs packages in parallel, and the tests pause,
+// delay and promote the replicas): it holds an exclusive lock on a file
+// named after the pairs until the test ends.
+func LockReplicaPairs(t *testing.T) {
+	t.Helper()
+	key := os.Getenv("TETHER_TEST_MYSQL_PRIMARY_DSN") + "|" + os.Getenv("TETHER_TEST_POSTGRES_PRIMARY_DSN")
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("tether-replica-pairs-%08x.lock", crc32.ChecksumIEEE([]byte(key))))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatalf("lock the replica pairs: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("lock the replica pairs: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
 }

@@ -27,6 +27,7 @@ type pair struct {
 
 func openPair(t *testing.T) *pair {
 	t.Helper()
+	backendtest.LockReplicaPairs(t)
 	p := &pair{}
 	var err error
 	if p.primary, err = mysql.NewProber(backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_PRIMARY_DSN")); err != nil {

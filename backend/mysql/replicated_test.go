@@ -103,6 +103,7 @@ func waitCaughtUp(t *testing.T, p *pair) {
 // the write's position, for read-your-writes, and not session state: the
 // connection is not reset after every write (it was).
 func TestWriteReportsGTIDWithoutReset(t *testing.T) {
+	p := openPair(t)
 	b, err := mysql.New(tether.DefaultBackendConfig("mysql", backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_PRIMARY_DSN")))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestWriteReportsGTIDWithoutReset(t *testing.T) {
 		last = r.Report.Position
 	}
 	var gtid string
-	if err := openPair(t).primaryAdmin.QueryRow("SELECT @@global.gtid_binlog_pos").Scan(&gtid); err != nil {
+	if err := p.primaryAdmin.QueryRow("SELECT @@global.gtid_binlog_pos").Scan(&gtid); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(gtid, last) {
@@ -145,6 +146,7 @@ func TestWriteReportsGTIDWithoutReset(t *testing.T) {
 // replicated backend over the pair: through the Go API (the key API, the
 // catalog: the primary) it must behave as one server does.
 func TestReplicated_SharedSuite(t *testing.T) {
+	backendtest.LockReplicaPairs(t)
 	primaryDSN := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_PRIMARY_DSN")
 	replicaDSN := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_REPLICA_DSN")
 	backendtest.Run(t, &backendtest.Suite{

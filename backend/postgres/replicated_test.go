@@ -189,6 +189,7 @@ func TestReplicated_RefusedReadRunsOnPrimary(t *testing.T) {
 // replicated backend over the pair: through the Go API (the key API, the
 // catalog: the primary) it must behave as one server does.
 func TestReplicated_SharedSuite(t *testing.T) {
+	backendtest.LockReplicaPairs(t)
 	primaryDSN := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_PRIMARY_DSN")
 	replicaDSN := backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_REPLICA_DSN")
 	backendtest.Run(t, &backendtest.Suite{
