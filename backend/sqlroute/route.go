@@ -198,6 +198,10 @@ func (r *Router) routeWaiting(now time.Time) {
 		case now.Sub(req.State.Queued) >= r.cfg.PrimaryWait:
 			r.primaryWaitTimeouts.Add(1)
 			r.answer(req, r.noPrimaryErr())
+		case !req.Deadline.IsZero() && !now.Before(req.Deadline):
+			r.primaryWaitTimeouts.Add(1)
+			r.answer(req, &tether.Error{Code: tether.CodeTimeout, Retry: true,
+				Message: fmt.Sprintf("%s: the request's deadline passed while it waited for a host that takes writes (not sent)", r.label)})
 		default:
 			kept = append(kept, req)
 		}
