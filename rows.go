@@ -49,6 +49,10 @@ func NewResultBuilder(maxBytes int) *ResultBuilder {
 	return &ResultBuilder{res: Result{Rows: [][]any{}}, maxBytes: maxBytes}
 }
 
+// Rewind forgets the columns and rows given so far (a request that runs
+// again elsewhere).
+func (b *ResultBuilder) Rewind() { b.res, b.row, b.size = Result{Rows: [][]any{}}, nil, 0 }
+
 // Result returns what was built.
 func (b *ResultBuilder) Result() *Result { return &b.res }
 

@@ -110,6 +110,9 @@ func (s *Server) startBatch(ss *session, r *wire.Request) {
 			}
 			q, enc := s.newSQLRequest(ss, op, t.live, wire.Head{Nested: true})
 			q.Group = b
+			if _, replicated := lb.(sqlpool.Causal); replicated && ticket != nil {
+				q.Primary = true // a cache fill is current (runCachedQuery)
+			}
 			if op.TimeoutMS == 0 || deadline.Before(q.Deadline) {
 				q.Deadline = deadline
 			}

@@ -94,7 +94,8 @@ func (s *Server) runCachedQuery(ss *session, r *wire.Request, t target, lb sqlpo
 		return false
 	}
 	cr := &cachedRead{s: s, ss: ss, t: t, lb: lb, read: read, start: time.Now(), req: wire.Request{ID: r.ID, Op: r.Op, Backend: r.Backend, SQL: r.SQL,
-		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS, Versions: r.Versions}}
+		Params: r.Params, Columnar: r.Columnar, TimeFormat: r.TimeFormat, CacheTTLMS: r.CacheTTLMS, TimeoutMS: r.TimeoutMS, Versions: r.Versions,
+		Primary: r.Primary}}
 	if r.Versions {
 		cr.local = s.localVersions(r, &cr.read, ss.sqlClient(t.live).Profile.Key())
 	}
@@ -198,6 +199,12 @@ func (s *Server) beginCachedRead(cr *cachedRead) bool {
 		c.ticket = ticket
 		c.local = cr.local
 		c.q.Client = cr.ss.sqlClient(cr.t.live)
+		if _, replicated := cr.lb.(sqlpool.Causal); replicated {
+			// What the cache keeps (and those who wait on this read get)
+			// is current: a replica could be behind a write another client
+			// just made, and the entry would outlive it.
+			c.q.Primary = true
+		}
 		c.gen = s.admit()
 		cr.ss.pending.Add(1)
 		cr.lb.Submit(&c.q)

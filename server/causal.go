@@ -32,7 +32,10 @@ func (s *Server) runCausal(ss *session, r *wire.Request) {
 	}
 	cl := ss.sqlClient(t.live)
 	if r.Op == wire.OpCausalAfter {
-		causal.After(cl, r.Position)
+		if err := causal.After(cl, r.Position); err != nil {
+			s.replyErrorNow(ss, h.ID, tether.AsError(err))
+			return
+		}
 		s.replyNow(ss, func(b []byte) []byte { return wire.AppendOK(b, h) })
 		return
 	}

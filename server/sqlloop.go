@@ -50,7 +50,10 @@ func (ss *session) sqlClient(lb *liveBackend) *sqlpool.Client {
 	var newest *liveBackend // the latest backend of the name before lb: its settings are the session's
 	for old, oc := range ss.clients {
 		if old.name == lb.name && old.cfg.Type == lb.cfg.Type && (newest == nil || old.seq > newest.seq) {
-			newest, c.Profile = old, oc.Profile
+			// The session's settings, and the read-your-writes state a
+			// replicated backend keeps for it, follow it to the reloaded
+			// backend.
+			newest, c.Profile, c.Route = old, oc.Profile, oc.Route
 		}
 		if old.closed.Load() {
 			delete(ss.clients, old)

@@ -49,6 +49,15 @@ func (e *ResultEncoder) Reset(h Head, columnar bool, maxBytes int) {
 	e.ncols, e.nnames, e.nrows, e.cur, e.size = 0, 0, 0, 0, 0
 }
 
+// Rewind forgets the columns and rows given since Reset, keeping the head and
+// the settings: a request refused by one server before it ran (a router
+// over replicas) runs again elsewhere into the same encoder.
+func (e *ResultEncoder) Rewind() {
+	e.names = e.names[:0]
+	e.rows = e.rows[:0]
+	e.ncols, e.nnames, e.nrows, e.cur, e.size = 0, 0, 0, 0, 0
+}
+
 // SetTook sets the server time the reply's head carries (Head.Took).
 func (e *ResultEncoder) SetTook(d time.Duration) { e.head.Took = d }
 

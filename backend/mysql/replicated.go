@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	tether "github.com/tether-php/tether"
 	"github.com/tether-php/tether/backend/sqldb"
@@ -39,7 +42,8 @@ func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
 func NewReplicated(cfg tether.BackendConfig) (*Replicated, error) {
 	b := &Replicated{}
 	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "mysql", Dialect: sqltables.MySQL, Covers: gtidCovers,
-		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: readOnlyRefusal, PositionSQL: "SELECT @@global.gtid_binlog_pos"},
+		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: readOnlyRefusal, PositionSQL: "SELECT @@global.gtid_binlog_pos",
+		Merge: gtidMerge, ValidPosition: validGTIDList},
 		func(hc tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error) {
 			hb, err := New(hc)
 			if err != nil {
@@ -99,9 +103,64 @@ var (
 )
 
 // readOnlyRefusal reports whether err is the server refusing a statement
-// because it runs read-only (ER_OPTION_PREVENTS_STATEMENT, 1290: "running
-// with the --read-only option"): it did not run it.
+// because it runs read-only (ER_OPTION_PREVENTS_STATEMENT, 1290, naming
+// --read-only: 1290 also names other options, such as --secure-file-priv):
+// it did not run it.
 func readOnlyRefusal(err error) bool {
 	var te *tether.Error
-	return errors.As(err, &te) && te.BackendCode == "1290"
+	return errors.As(err, &te) && te.BackendCode == "1290" && strings.Contains(te.Message, "--read-only")
+}
+
+// gtidMerge returns the GTID list that covers both a and b: in each
+// replication domain, the GTID of the higher sequence number.
+func gtidMerge(a, b string) string {
+	best := map[uint64]string{}
+	seqs := map[uint64]uint64{}
+	for _, list := range []string{a, b} {
+		for _, g := range strings.Split(list, ",") {
+			g = strings.TrimSpace(g)
+			parts := strings.Split(g, "-")
+			if len(parts) != 3 {
+				continue
+			}
+			dom, err1 := strconv.ParseUint(parts[0], 10, 32)
+			seq, err2 := strconv.ParseUint(parts[2], 10, 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			if _, ok := best[dom]; !ok || seq > seqs[dom] {
+				best[dom], seqs[dom] = g, seq
+			}
+		}
+	}
+	doms := make([]uint64, 0, len(best))
+	for d := range best {
+		doms = append(doms, d)
+	}
+	slices.Sort(doms)
+	out := make([]string, len(doms))
+	for i, d := range doms {
+		out[i] = best[d]
+	}
+	return strings.Join(out, ",")
+}
+
+// validGTIDList reports whether s is a MariaDB GTID list ("0-1-42,1-2-7").
+func validGTIDList(s string) bool {
+	for _, g := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(g), "-")
+		if len(parts) != 3 {
+			return false
+		}
+		for i, p := range parts {
+			bits := 64
+			if i < 2 {
+				bits = 32
+			}
+			if _, err := strconv.ParseUint(p, 10, bits); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -41,7 +41,8 @@ func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
 func NewReplicated(cfg tether.BackendConfig) (*Replicated, error) {
 	b := &Replicated{}
 	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "postgres", Dialect: sqltables.PostgreSQL, Covers: lsnCovers,
-		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: replicaRefusal, PositionSQL: "SELECT pg_current_wal_insert_lsn()::text"},
+		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: replicaRefusal, PositionSQL: "SELECT pg_current_wal_insert_lsn()::text",
+		Merge: lsnMerge, ValidPosition: func(pos string) bool { _, ok := parseLSN(pos); return ok }},
 		func(hc tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error) {
 			hb, err := New(hc)
 			if err != nil {
@@ -87,6 +88,16 @@ func lsnCovers(have, want string) bool {
 	h, ok1 := parseLSN(have)
 	w, ok2 := parseLSN(want)
 	return ok1 && ok2 && h >= w
+}
+
+// lsnMerge returns the later of two WAL positions (an unreadable one loses).
+func lsnMerge(a, b string) string {
+	x, okA := parseLSN(a)
+	y, okB := parseLSN(b)
+	if !okB || okA && x >= y {
+		return a
+	}
+	return b
 }
 
 func parseLSN(s string) (uint64, bool) {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -208,4 +209,45 @@ func TestReplicated_SharedSuite(t *testing.T) {
 			return b
 		},
 	})
+}
+
+// TestReplicated_SessionReadOnlyIsNotAFailover: a client that made its own
+// session read-only gets the server's refusal of its write (25006), and
+// the primary keeps the writes: the refusal is not taken for a demotion.
+func TestReplicated_SessionReadOnlyIsNotAFailover(t *testing.T) {
+	openPair(t)
+	bc := tether.DefaultBackendConfig("postgres", backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_PRIMARY_DSN"))
+	bc.Replicas = []string{backendtest.RequireEnv(t, "TETHER_TEST_POSTGRES_REPLICA_DSN")}
+	bc.MonitorInterval = tether.Duration(50 * time.Millisecond)
+	b, err := postgres.NewReplicated(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	tbl := fmt.Sprintf("ro_%d", time.Now().UnixNano()%1e9)
+	if _, _, err := backendtest.Query(b, nil, sqlpool.KindExec, nil, "CREATE TABLE "+tbl+" (v int)"); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Exec(context.Background(), tether.Statement{SQL: "DROP TABLE " + tbl})
+	ro := &sqlpool.Client{}
+	if _, _, err := backendtest.Query(b, ro, sqlpool.KindExec, nil, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = backendtest.Query(b, ro, sqlpool.KindExec, nil, "INSERT INTO "+tbl+" VALUES (1)")
+	var te *tether.Error
+	if !errors.As(err, &te) || te.BackendCode != "25006" {
+		t.Fatalf("a write in the client's read-only session: %v, want its 25006", err)
+	}
+	t.Logf("answered 25006 after %s", time.Since(start).Round(time.Millisecond))
+	// Others write on as before.
+	if _, _, err := backendtest.Query(b, &sqlpool.Client{}, sqlpool.KindExec, nil, "INSERT INTO "+tbl+" VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	if top := b.Topology(); top.FailoversTotal != 0 || top.Hosts[0].State != "writes" {
+		t.Errorf("a client's read-only session moved the writes: %+v", top)
+	}
 }

@@ -58,6 +58,9 @@ type Request struct {
 	// Primary asks a router over replicas (backend/sqlroute) to run the
 	// request on the primary; a pool ignores it.
 	Primary bool
+	// Rerouted counts the times a router took the request back after a
+	// server refused it without running it (it retries once).
+	Rerouted uint8
 	// Group ties the requests of one batch together: they may be
 	// pipelined on one connection, one after the other.
 	Group any
@@ -207,6 +210,14 @@ type Causal interface {
 	Position(cl *Client, done func(pos string, err error))
 	// After makes cl's reads see at least pos (a position Position gave,
 	// maybe on another connection or tetherd): until a replica has applied
-	// it, they run on the primary.
-	After(cl *Client, pos string)
+	// it, they run on the primary. A pos not of the protocol's form is a
+	// bad_request error.
+	After(cl *Client, pos string) error
+}
+
+// Rewinder is a RowSink that can forget the columns and rows it was given,
+// so that a request a server refused before it ran (a router over replicas)
+// can run again elsewhere into it.
+type Rewinder interface {
+	Rewind()
 }

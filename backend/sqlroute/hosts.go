@@ -39,22 +39,30 @@ func (r *Router) update(st []topology.HostStatus) {
 	cur := r.primary.Load()
 	var writable []*host
 	for _, h := range r.hosts {
-		// A host that refused a write as read-only is believed again only by
-		// a probe made after the refusal.
-		if h.status.Reachable() && h.status.Role == topology.RolePrimary && !h.status.ReadOnly && h.status.CheckedAt.After(h.demotedAt) {
+		switch {
+		case h.status.Reachable():
+			h.downSince = time.Time{}
+		case answered(h.status) && h.downSince.IsZero():
+			h.downSince = h.status.CheckedAt
+		}
+		if takesWrites(h.status) {
 			writable = append(writable, h)
 		}
 	}
 	next := cur
 	switch {
+	case cur != nil && !answered(cur.status):
+		// Before its first answer the dsn's host keeps the writes.
+	case cur != nil && !cur.status.Reachable() && now.Sub(cur.downSince) < primaryGrace*r.cfg.Interval:
+		// A primary keeps the writes through a few failed probes (a slow or
+		// loaded host): they fail by themselves if it is dead, as on a
+		// backend of one host, until another host says it takes them.
 	case len(writable) == 0:
-		// Nothing says it takes writes. The current primary keeps them while
-		// it has not answered (before the first probe, or a probe that
-		// failed: a slow or dead host fails its writes by itself, as a
-		// backend of one host does); once it answers that it is read-only
-		// or a replica, it gets none.
-		if cur != nil && answered(cur.status) && cur.status.Reachable() {
-			next = nil
+		// Nothing says it takes writes. A primary that answered read-only
+		// or a replica, or that has not answered for a while, gets none.
+		next = nil
+		if cur != nil && !cur.status.Reachable() {
+			next = cur // no one else either: it keeps them, and they fail
 		}
 	case cur != nil && contains(writable, cur):
 	default:
@@ -89,6 +97,17 @@ func (r *Router) update(st []topology.HostStatus) {
 	r.routeWaiting(now)
 }
 
+// primaryGrace is how many monitor intervals of failed probes a primary
+// keeps the writes through while another host says it takes them.
+const primaryGrace = 3
+
+// takesWrites reports whether a host says it takes writes: a primary, not
+// read-only, and replicating from nothing (a MariaDB replica whose
+// read_only was left off is not a primary).
+func takesWrites(s topology.HostStatus) bool {
+	return s.Reachable() && s.Role == topology.RolePrimary && !s.ReadOnly && !s.Replicating && s.ReceivedPosition == ""
+}
+
 // readable reports whether a host may serve reads as a replica now, and why
 // not.
 func (r *Router) readable(s topology.HostStatus) (bool, string) {
@@ -120,7 +139,7 @@ func (r *Router) stateOf(h, primary *host, why string) (state, because string) {
 		return "unprobed", ""
 	case !h.status.Reachable():
 		return "unreachable", h.status.Err.Error()
-	case h.status.Role == topology.RolePrimary && !h.status.ReadOnly:
+	case takesWrites(h.status):
 		return "standby", "says it takes writes, but " + addrOf(primary) + " has them"
 	}
 	return "shunned", why

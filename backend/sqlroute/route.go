@@ -8,6 +8,48 @@ import (
 	"github.com/tether-php/tether/backend/sqlpool"
 )
 
+// clientRoute is the router's state of one client (sqlpool.Client.Route):
+// what a replica must have applied before it may serve the client's reads.
+type clientRoute struct {
+	// writing counts the client's requests on the primary not answered yet:
+	// its reads go to the primary meanwhile.
+	writing int
+	// want is a position a replica must cover to serve the client's reads
+	// ("" none): the merge of its answered writes' reported positions, the
+	// primary's probed ones (probeAfter) and tokens (After).
+	want string
+	// wantSince is when the client was first pinned by want; a pin no
+	// replica within max_replica_lag has covered by pinLimit is a position
+	// no replica will reach (a forged token, another cluster's): it lapses.
+	wantSince time.Time
+	// probeAfter, when not zero, is when a request of the client was
+	// answered on the primary without a position: want also needs the
+	// primary's position from a probe that started after it.
+	probeAfter time.Time
+	// answered counts the client's requests answered on the primary (for
+	// Position: a position asked before one of them was answered does not
+	// cover it).
+	answered uint64
+}
+
+func (cr *clientRoute) pinned() bool {
+	return cr.writing > 0 || cr.want != "" || !cr.probeAfter.IsZero()
+}
+
+// waiter is a request waiting for a host that takes writes.
+type waiter struct {
+	req   *sqlpool.Request
+	since time.Time // when it first waited (primary_wait counts from here)
+	// refusedBy, when set, is the host that refused the request as
+	// read-only at refusedAt, with refusedErr: a probe of it made after that
+	// tells whether it is (then the request goes to the next primary) or
+	// the refusal was the client's own doing (a read-only session: it is
+	// answered refusedErr).
+	refusedBy  *host
+	refusedAt  time.Time
+	refusedErr error
+}
+
 // Submit routes req to a host's pool. Loop goroutine.
 func (r *Router) Submit(req *sqlpool.Request) {
 	if req.Tx != nil && req.Tx.Pool != nil {
@@ -38,7 +80,7 @@ func (r *Router) toPrimary(req *sqlpool.Request) {
 	}
 	p := r.primary.Load()
 	if p == nil {
-		r.waitForPrimary(req)
+		r.wait(waiter{req: req, since: time.Now()})
 		return
 	}
 	p.writes.Add(1)
@@ -69,8 +111,10 @@ func (r *Router) replicaFor(req *sqlpool.Request) *host {
 		return nil
 	}
 	if cl := req.Client; cl != nil {
-		if cr, _ := cl.Route.(*clientRoute); cr != nil && (cr.writing > 0 || !cr.wroteAt.IsZero()) {
-			return r.causalReplica(cr)
+		if cr, _ := cl.Route.(*clientRoute); cr != nil && cr.pinned() {
+			if h, decided := r.causalReplica(cr); decided {
+				return h
+			}
 		}
 	}
 	h := r.replicas[r.next%len(r.replicas)]
@@ -78,82 +122,129 @@ func (r *Router) replicaFor(req *sqlpool.Request) *host {
 	return h
 }
 
-// causalReplica returns a replica that has the client's last write, or nil
-// (the primary).
-func (r *Router) causalReplica(cr *clientRoute) *host {
-	if cr.writing == 0 && cr.want == "" {
-		p := r.primary.Load()
-		if p != nil && p.status.Reachable() && p.status.CheckedAt.After(cr.wroteAt) && p.status.Position != "" {
-			cr.want = p.status.Position
-		}
+// causalReplica decides for a pinned client: a replica that has what it
+// wants, or nil for the primary; decided false when the pin is over (the
+// caller picks any replica).
+func (r *Router) causalReplica(cr *clientRoute) (h *host, decided bool) {
+	if cr.writing > 0 {
+		r.causalToPrimary.Add(1)
+		return nil, true
 	}
-	if cr.writing == 0 && cr.want != "" && r.cfg.Covers != nil {
+	if !cr.probeAfter.IsZero() {
+		p := r.primary.Load()
+		if p == nil || !p.status.Reachable() || !p.status.CheckedAt.After(cr.probeAfter) || p.status.Position == "" {
+			r.causalToPrimary.Add(1)
+			return nil, true // no probe of the primary since the request was answered
+		}
+		r.require(cr, p.status.Position)
+		cr.probeAfter = time.Time{}
+	}
+	if cr.want == "" {
+		return nil, false
+	}
+	if r.cfg.Covers != nil {
 		for i := range r.replicas {
 			h := r.replicas[(r.next+i)%len(r.replicas)]
 			if r.cfg.Covers(h.status.Position, cr.want) {
 				r.next += i + 1
-				cr.wroteAt, cr.want = time.Time{}, ""
+				cr.want, cr.wantSince = "", time.Time{}
 				r.causalToReplica.Add(1)
-				return h
+				return h, true
 			}
 		}
 	}
+	if time.Since(cr.wantSince) > r.pinLimit() {
+		// Every replica that takes reads is within max_replica_lag, and none
+		// has reached this position in twice that: it is not one of this
+		// primary's (a forged or foreign token). The pin lapses rather than
+		// hold the client on the primary for good.
+		r.log.Warn("a client's read-your-writes position was not reached by any replica in time; it lapses",
+			"backend", r.label, "position", cr.want, "pinned_for", time.Since(cr.wantSince).Round(time.Millisecond))
+		cr.want, cr.wantSince = "", time.Time{}
+		return nil, false
+	}
 	r.causalToPrimary.Add(1)
-	return nil
+	return nil, true
+}
+
+// pinLimit is how long a position may hold a client's reads on the primary.
+func (r *Router) pinLimit() time.Duration {
+	lag := r.cfg.MaxReplicaLag
+	if lag <= 0 {
+		lag = 15 * time.Second
+	}
+	return 2*lag + 4*r.cfg.Interval
+}
+
+// require adds pos to what cr's reads need.
+func (r *Router) require(cr *clientRoute, pos string) {
+	switch {
+	case cr.want == "":
+		cr.want = pos
+	case r.cfg.Merge != nil:
+		cr.want = r.cfg.Merge(cr.want, pos)
+	default:
+		cr.want = pos
+	}
+	if cr.wantSince.IsZero() {
+		cr.wantSince = time.Now()
+	}
+}
+
+// noteAnswered records that a request of cl ran on the primary: its reads
+// now need a replica that has what it did.
+func (r *Router) noteAnswered(cl *sqlpool.Client, rep *sqlpool.Report) {
+	cr := route(cl)
+	cr.writing--
+	cr.answered++
+	if rep != nil && rep.Position != "" {
+		// The write's own position (MariaDB's last_gtid).
+		r.require(cr, rep.Position)
+		return
+	}
+	cr.probeAfter = time.Now()
+	if cr.wantSince.IsZero() {
+		cr.wantSince = cr.probeAfter
+	}
 }
 
 // primaryAnswered is the Intercept of a request sent to the primary outside
-// a transaction: the client's write is answered (its reads now wait for a
-// replica that has it), or the host refused it as read-only, when it waits
-// for the next primary instead.
+// a transaction. A request the host refused as read-only did not run: it
+// waits for a probe of that host made after the refusal (hosts.go,
+// routeWaiting), once.
 func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
+	if r.retryable(req, r.cfg.ReadOnlyRefusal) {
+		if cl := req.Client; cl != nil {
+			route(cl).writing--
+		}
+		h := r.hostOf(req.State.Pool)
+		err := req.Err
+		r.log.Info("a request was refused as read-only; it waits for a probe of the host", "backend", r.label,
+			"host", addrOf(h), "err", err)
+		r.takeBack(req)
+		now := time.Now()
+		r.wait(waiter{req: req, since: now, refusedBy: h, refusedAt: now, refusedErr: err})
+		return true
+	}
 	if cl := req.Client; cl != nil {
-		cr := route(cl)
-		cr.writing--
-		// The write's own position when the server reported it (MariaDB's
-		// last_gtid); else the primary's, from a probe made after now.
-		cr.wroteAt, cr.want = time.Now(), ""
-		if req.Report != nil && req.Report.Position != "" {
-			cr.want = req.Report.Position
-		}
-	}
-	if req.Err == nil || req.State.Abandoned || r.cfg.ReadOnlyRefusal == nil || !r.cfg.ReadOnlyRefusal(req.Err) {
-		return false
-	}
-	// The host says it is read-only: it did not run the statement, and gets
-	// no more writes until a probe made after this says it takes them.
-	h := r.hostOf(req.State.Pool)
-	if h != nil {
-		h.demotedAt = time.Now()
-		if r.primary.Load() == h {
-			r.setPrimary(nil, fmt.Sprintf("%s refused a write as read-only: %v", h.Addr, req.Err))
-		}
-	}
-	r.log.Warn("a write was refused as read-only; it waits for a host that takes writes", "backend", r.label,
-		"host", addrOf(h), "err", req.Err)
-	resetOutcome(req)
-	r.waitForPrimary(req)
-	return true
-}
-
-// commitAnswered is the Intercept of a commit: as a write's.
-func (r *Router) commitAnswered(req *sqlpool.Request) bool {
-	cr := route(req.Client)
-	cr.writing--
-	cr.wroteAt, cr.want = time.Now(), ""
-	if req.Report != nil && req.Report.Position != "" {
-		cr.want = req.Report.Position
+		r.noteAnswered(cl, req.Report)
 	}
 	return false
 }
 
+// commitAnswered is the Intercept of a commit: as a write's.
+func (r *Router) commitAnswered(req *sqlpool.Request) bool {
+	r.noteAnswered(req.Client, req.Report)
+	return false
+}
+
 // replicaAnswered is the Intercept of a read sent to a replica: one the
-// replica refused as a replica runs again on the primary.
+// replica refused as a replica (it did not run) runs again on the primary.
 func (r *Router) replicaAnswered(req *sqlpool.Request) bool {
-	if req.Err == nil || req.State.Abandoned || r.cfg.ReplicaRefusal == nil || !r.cfg.ReplicaRefusal(req.Err) {
+	if !r.retryable(req, r.cfg.ReplicaRefusal) {
 		return false
 	}
-	resetOutcome(req)
+	r.takeBack(req)
 	// Not from inside the replica pool's answer: on the loop's next turn.
 	if r.loop.Post(func() { r.toPrimary(req) }) != nil {
 		req.Err = r.closedErr()
@@ -162,40 +253,90 @@ func (r *Router) replicaAnswered(req *sqlpool.Request) bool {
 	return true
 }
 
-// resetOutcome makes a request that was refused without running as new.
-func resetOutcome(req *sqlpool.Request) {
+// retryable reports whether req was refused (as refused tells) before it ran,
+// may run again elsewhere (its rows sink can forget what it was given), and
+// has not been taken back before.
+func (r *Router) retryable(req *sqlpool.Request, refused func(error) bool) bool {
+	if req.Err == nil || req.State.Abandoned || refused == nil || !refused(req.Err) || req.Rerouted > 0 {
+		return false
+	}
+	if req.Sink == nil {
+		return true
+	}
+	_, ok := req.Sink.(sqlpool.Rewinder)
+	return ok
+}
+
+// takeBack makes a request that was refused without running as new, to be
+// routed again.
+func (r *Router) takeBack(req *sqlpool.Request) {
+	if rw, ok := req.Sink.(sqlpool.Rewinder); ok {
+		rw.Rewind()
+	}
 	req.Err, req.Affected, req.InsertID, req.NewTx, req.Report = nil, 0, 0, nil, nil
 	req.State = sqlpool.State{}
+	req.Rerouted++
 }
 
-// waitForPrimary keeps req until a host takes writes (update), at most
-// PrimaryWait; answered unavailable at once without a wait or past
-// maxWaiting.
-func (r *Router) waitForPrimary(req *sqlpool.Request) {
-	if r.cfg.PrimaryWait <= 0 || len(r.waiting) >= maxWaiting {
-		r.answer(req, r.noPrimaryErr())
-		return
+// wait keeps w until a host takes writes (update), at most PrimaryWait;
+// answered at once without a wait, past maxWaiting, or while closing.
+func (r *Router) wait(w waiter) {
+	switch {
+	case r.closing:
+		r.answer(w.req, r.closedErr())
+	case w.refusedBy == nil && (r.cfg.PrimaryWait <= 0 || len(r.waiting) >= maxWaiting):
+		r.answer(w.req, r.noPrimaryErr())
+	case w.refusedBy != nil && len(r.waiting) >= maxWaiting:
+		r.answer(w.req, w.refusedErr)
+	default:
+		if w.refusedBy == nil {
+			r.primaryWaits.Add(1)
+		}
+		r.waiting = append(r.waiting, w)
 	}
-	r.primaryWaits.Add(1)
-	req.State.Queued = time.Now()
-	r.waiting = append(r.waiting, req)
 }
 
-// routeWaiting sends what waits to the primary, if there is one now, and
-// answers what waited longer than PrimaryWait. Loop goroutine.
+// routeWaiting sends what waits to the primary, if there is one now,
+// answers a refusal its host's later probe shows was the client's own, and
+// what waited longer than PrimaryWait or its deadline. Loop goroutine.
 func (r *Router) routeWaiting(now time.Time) {
 	if len(r.waiting) == 0 {
 		return
 	}
 	kept := r.waiting[:0]
+	var later []waiter // to route after the list is rebuilt (toPrimary may append to it)
 	p := r.primary.Load()
-	for _, req := range r.waiting {
+	for _, w := range r.waiting {
+		req := w.req
+		if req.State.Finished {
+			continue // abandoned meanwhile
+		}
+		if h := w.refusedBy; h != nil {
+			switch {
+			case !h.status.CheckedAt.After(w.refusedAt):
+				// No probe of the host since the refusal: wait for one (but
+				// not past the request's deadline).
+				if !req.Deadline.IsZero() && !now.Before(req.Deadline) {
+					r.answer(req, w.refusedErr)
+					continue
+				}
+				kept = append(kept, w)
+				continue
+			case p == h:
+				// It still takes writes: the refusal was the session's own
+				// (a read-only transaction the client set).
+				r.answer(req, w.refusedErr)
+				continue
+			}
+			w.refusedBy, w.since = nil, now
+			if p == nil {
+				r.primaryWaits.Add(1)
+			}
+		}
 		switch {
-		case req.State.Finished: // abandoned meanwhile
 		case p != nil:
-			req.State.Queued = time.Time{}
-			r.toPrimary(req)
-		case now.Sub(req.State.Queued) >= r.cfg.PrimaryWait:
+			later = append(later, w)
+		case now.Sub(w.since) >= r.cfg.PrimaryWait:
 			r.primaryWaitTimeouts.Add(1)
 			r.answer(req, r.noPrimaryErr())
 		case !req.Deadline.IsZero() && !now.Before(req.Deadline):
@@ -203,17 +344,20 @@ func (r *Router) routeWaiting(now time.Time) {
 			r.answer(req, &tether.Error{Code: tether.CodeTimeout, Retry: true,
 				Message: fmt.Sprintf("%s: the request's deadline passed while it waited for a host that takes writes (not sent)", r.label)})
 		default:
-			kept = append(kept, req)
+			kept = append(kept, w)
 		}
 	}
 	clear(r.waiting[len(kept):])
 	r.waiting = kept
+	for _, w := range later {
+		r.toPrimary(w.req)
+	}
 }
 
-// failWaiting answers everything waiting for a primary with err.
+// failWaiting answers everything waiting with err.
 func (r *Router) failWaiting(err error) {
-	for _, req := range r.waiting {
-		r.answer(req, err)
+	for _, w := range r.waiting {
+		r.answer(w.req, err)
 	}
 	clear(r.waiting)
 	r.waiting = r.waiting[:0]
@@ -253,10 +397,10 @@ func (r *Router) Abandon(req *sqlpool.Request, err error) {
 // CancelClient gives up every request of a client that went away, on every
 // host and among those waiting for a primary.
 func (r *Router) CancelClient(c *sqlpool.Client, err error) {
-	for _, req := range r.waiting {
-		if req.Client == c && !req.State.Finished {
-			req.State.Abandoned = true
-			r.answer(req, err)
+	for _, w := range r.waiting {
+		if w.req.Client == c && !w.req.State.Finished {
+			w.req.State.Abandoned = true
+			r.answer(w.req, err)
 		}
 	}
 	for _, h := range r.hosts {
@@ -271,33 +415,17 @@ func (r *Router) AbortTx(tx *sqlpool.Tx, why string) {
 	}
 }
 
-func (r *Router) hostOf(p *sqlpool.Pool) *host {
-	for _, h := range r.hosts {
-		if h.Pool == p {
-			return h
-		}
-	}
-	return nil
-}
-
-func addrOf(h *host) string {
-	if h == nil {
-		return ""
-	}
-	return h.Addr
-}
-
 // Position calls done with a position covering every write of cl answered
-// so far: the one its last write reported, or the primary's position asked
-// now (Config.PositionSQL), or "" when cl wrote nothing since its reads last
-// spread over replicas. Loop goroutine (sqlpool.Causal).
+// so far: what its writes reported, or the primary's position asked now
+// (Config.PositionSQL), or "" when cl is not pinned. Loop goroutine
+// (sqlpool.Causal).
 func (r *Router) Position(cl *sqlpool.Client, done func(string, error)) {
 	cr, _ := cl.Route.(*clientRoute)
 	switch {
-	case cr == nil || cr.writing == 0 && cr.wroteAt.IsZero():
+	case cr == nil || !cr.pinned():
 		done("", nil)
 		return
-	case cr.writing == 0 && cr.want != "":
+	case cr.writing == 0 && cr.probeAfter.IsZero():
 		done(cr.want, nil)
 		return
 	}
@@ -306,6 +434,7 @@ func (r *Router) Position(cl *sqlpool.Client, done func(string, error)) {
 		done("", r.noPrimaryErr())
 		return
 	}
+	answered := cr.answered
 	rb := tether.NewResultBuilder(1 << 10)
 	req := &sqlpool.Request{Kind: sqlpool.KindQuery, SQL: r.cfg.PositionSQL, Sink: rb, Deadline: time.Now().Add(r.cfg.Interval + probeTimeout)}
 	req.Done = func(q *sqlpool.Request) {
@@ -322,8 +451,15 @@ func (r *Router) Position(cl *sqlpool.Client, done func(string, error)) {
 		if b, ok := res.Rows[0][0].([]byte); ok {
 			pos = string(b)
 		}
-		if cr.writing == 0 && cr.want == "" && !cr.wroteAt.IsZero() {
-			cr.want = pos
+		if cr.want != "" && r.cfg.Merge != nil {
+			pos = r.cfg.Merge(cr.want, pos)
+		}
+		// The client's own reads may use it only if nothing of it was
+		// answered since the question was asked (a write answered after it
+		// may be past pos).
+		if cr.answered == answered && cr.writing == 0 && !cr.probeAfter.IsZero() {
+			r.require(cr, pos)
+			cr.probeAfter = time.Time{}
 		}
 		done(pos, nil)
 	}
@@ -332,15 +468,29 @@ func (r *Router) Position(cl *sqlpool.Client, done func(string, error)) {
 
 // After makes cl's reads wait for a replica that covers pos. Loop goroutine
 // (sqlpool.Causal).
-func (r *Router) After(cl *sqlpool.Client, pos string) {
+func (r *Router) After(cl *sqlpool.Client, pos string) error {
 	if pos == "" {
-		return
+		return nil
 	}
-	cr := route(cl)
-	if cr.want == "" || r.cfg.Covers != nil && r.cfg.Covers(pos, cr.want) {
-		cr.want = pos
+	if r.cfg.ValidPosition != nil && !r.cfg.ValidPosition(pos) {
+		return tether.Errorf(tether.CodeBadRequest, "%s: %q is not a position of this backend", r.label, pos)
 	}
-	if cr.wroteAt.IsZero() {
-		cr.wroteAt = time.Now()
+	r.require(route(cl), pos)
+	return nil
+}
+
+func (r *Router) hostOf(p *sqlpool.Pool) *host {
+	for _, h := range r.hosts {
+		if h.Pool == p {
+			return h
+		}
 	}
+	return nil
+}
+
+func addrOf(h *host) string {
+	if h == nil {
+		return ""
+	}
+	return h.Addr
 }

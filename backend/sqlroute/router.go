@@ -85,7 +85,14 @@ type Config struct {
 	// what a client's causal token carries when its last write reported
 	// none (Position).
 	PositionSQL string
-	Log         *slog.Logger
+	// Merge returns a position that covers both a and b (MariaDB: each
+	// replication domain's highest sequence number; PostgreSQL: the higher
+	// LSN).
+	Merge func(a, b string) string
+	// ValidPosition reports whether pos is a position of the protocol's
+	// form (a token given to After).
+	ValidPosition func(pos string) bool
+	Log           *slog.Logger
 }
 
 // Router is a replicated SQL backend. It implements tether.Backend,
@@ -108,9 +115,10 @@ type Router struct {
 
 	// Loop goroutine only.
 	an       sqltables.Analyzer
-	replicas []*host            // the replicas reads may go to now
-	next     int                // the replica the next read goes to, in turn
-	waiting  []*sqlpool.Request // what needs the primary while none takes writes
+	replicas []*host  // the replicas reads may go to now
+	next     int      // the replica the next read goes to, in turn
+	waiting  []waiter // what needs the primary while none takes writes
+	closing  bool     // Close began: nothing waits any more
 	// onPrimary and onReplica are the Intercepts of requests sent to the
 	// primary and to a replica, bound once (no closure per request).
 	onPrimary, onReplica, onCommit func(*sqlpool.Request) bool
@@ -130,25 +138,15 @@ type host struct {
 	Host
 	index int
 	// Loop goroutine only.
-	status    topology.HostStatus
-	readable  bool      // a replica reads go to now
-	demotedAt time.Time // when it refused a write as read-only
+	status   topology.HostStatus
+	readable bool // a replica reads go to now
+	// downSince is when the host's probes began to fail (zero while it
+	// answers): a primary keeps the writes through a few failed probes.
+	downSince time.Time
 	// The operators' view, under Router.viewMu.
 	state, why string
 	// Counters, read by Topology from any goroutine.
 	reads, writes, shunned atomic.Uint64
-}
-
-// clientRoute is the router's state of one client (sqlpool.Client.Route).
-type clientRoute struct {
-	// writing counts the client's requests on the primary not answered yet.
-	writing int
-	// wroteAt is when the client's last request on the primary was
-	// answered; zero when its reads may go to any replica.
-	wroteAt time.Time
-	// want, once known, is the primary's position after that write: a
-	// replica that covers it has the write.
-	want string
 }
 
 const (
@@ -250,13 +248,21 @@ func (r *Router) Open(ctx context.Context) error {
 		r.ownLoop = true
 		go l.Run()
 	}
-	if err := r.hosts[0].Pool.Open(ctx); err != nil {
-		return err
-	}
-	for _, h := range r.hosts[1:] {
+	// Any host that answers will do: after a failover the dsn's host may be
+	// the one that is down, and the monitor finds who takes writes.
+	var errs []error
+	for _, h := range r.hosts {
 		if err := h.Pool.Open(ctx); err != nil {
-			r.log.Warn("replica not reachable at start", "backend", r.label, "host", h.Addr, "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", h.Addr, err))
+			r.log.Warn("host not reachable at start", "backend", r.label, "host", h.Addr, "err", err)
 		}
+	}
+	if len(errs) == len(r.hosts) {
+		if r.ownLoop {
+			r.loop.Stop()
+			r.loop, r.ownLoop = nil, false
+		}
+		return errors.Join(errs...)
 	}
 	r.openOnce.Do(func() {
 		r.mon.Start()
@@ -370,7 +376,7 @@ func (r *Router) Close(ctx context.Context) error {
 	if r.loop != nil {
 		// What waits for a primary is answered now: nothing will route it.
 		done := make(chan struct{})
-		if r.loop.Post(func() { r.failWaiting(r.closedErr()); close(done) }) == nil {
+		if r.loop.Post(func() { r.closing = true; r.failWaiting(r.closedErr()); close(done) }) == nil {
 			<-done
 		}
 	}
@@ -430,10 +436,9 @@ func (r *Router) CausalToken(ctx context.Context, cl *sqlpool.Client) (string, e
 
 // CausalAfter is After from any goroutine but the loop's.
 func (r *Router) CausalAfter(cl *sqlpool.Client, pos string) error {
-	done := make(chan struct{})
-	if err := r.loop.Post(func() { r.After(cl, pos); close(done) }); err != nil {
+	ch := make(chan error, 1)
+	if err := r.loop.Post(func() { ch <- r.After(cl, pos) }); err != nil {
 		return fmt.Errorf("%s: %w: %w", r.label, err, tether.ErrUnavailable)
 	}
-	<-done
-	return nil
+	return <-ch
 }
