@@ -45,6 +45,9 @@ type ReplicaSuite struct {
 	Who func(t *testing.T, b Replicated, cl *sqlpool.Client, tx *sqlpool.Tx, forUpdate bool) string
 	// P is the placeholder of the n-th parameter.
 	P func(n int) string
+	// SetSession changes a pooled session setting (what frameworks send
+	// at connect).
+	SetSession string
 	// DelayApply makes the replica apply what it receives d late (0: at
 	// once again).
 	DelayApply func(t *testing.T, d time.Duration)
@@ -168,6 +171,13 @@ func (s *ReplicaSuite) readsAndWrites(t *testing.T) {
 	var v int
 	if err := s.Primary.QueryRow("SELECT v FROM " + tbl + " WHERE id = 1").Scan(&v); err != nil || v != 10 {
 		t.Fatalf("the write is not on the primary: v = %d, %v", v, err)
+	}
+	// A session setting (every framework's connect) does not hold the
+	// client's reads on the primary.
+	setter := &sqlpool.Client{}
+	query(t, b, setter, sqlpool.KindExec, nil, s.SetSession)
+	if got := s.Who(t, b, setter, nil, false); got != replica {
+		t.Errorf("a read after the client's %q ran on the %s, want the replica", s.SetSession, got)
 	}
 	// A read that asks for the primary runs there.
 	before := b.Topology().Hosts[0].Writes

@@ -72,7 +72,8 @@ func TestReplicated(t *testing.T) {
 			}
 			return who
 		},
-		P: func(int) string { return "?" },
+		P:          func(int) string { return "?" },
+		SetSession: "SET time_zone = '+01:00'",
 		DelayApply: func(t *testing.T, d time.Duration) {
 			exec(t, p.replicaAdmin, "STOP SLAVE")
 			exec(t, p.replicaAdmin, fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY = %d", int(d.Seconds())))

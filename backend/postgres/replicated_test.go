@@ -61,7 +61,8 @@ func TestReplicated(t *testing.T) {
 		Who: func(t *testing.T, b backendtest.Replicated, cl *sqlpool.Client, tx *sqlpool.Tx, forUpdate bool) string {
 			return whoRan(t, p, b, cl, tx, forUpdate)
 		},
-		P: func(n int) string { return "$" + strconv.Itoa(n) },
+		P:          func(n int) string { return "$" + strconv.Itoa(n) },
+		SetSession: "SET application_name = 'tether_replica_test'",
 		DelayApply: func(t *testing.T, d time.Duration) {
 			mustExec(t, p.replicaAdmin, fmt.Sprintf("ALTER SYSTEM SET recovery_min_apply_delay = '%dms'", d.Milliseconds()))
 			mustExec(t, p.replicaAdmin, "SELECT pg_reload_conf()")

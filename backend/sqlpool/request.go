@@ -61,6 +61,9 @@ type Request struct {
 	// Rerouted counts the times a router took the request back after a
 	// server refused it without running it (it retries once).
 	Rerouted uint8
+	// Tracked: a router holds the client's later reads to servers that
+	// have what this request did (it may write).
+	Tracked bool
 	// Group ties the requests of one batch together: they may be
 	// pipelined on one connection, one after the other.
 	Group any

@@ -62,7 +62,20 @@ func (r *Router) Submit(req *sqlpool.Request) {
 		req.Tx.Pool.Submit(req)
 		return
 	}
-	if req.Tx == nil && !req.Primary && (req.Kind == sqlpool.KindQuery || req.Kind == sqlpool.KindExec) {
+	statement := req.Tx == nil && (req.Kind == sqlpool.KindQuery || req.Kind == sqlpool.KindExec)
+	if !statement {
+		r.toPrimary(req) // a begin
+		return
+	}
+	if req.Primary {
+		// Asked for the primary: the client's later reads stay where they
+		// see at least what this one saw.
+		req.Tracked = true
+		r.toPrimary(req)
+		return
+	}
+	info := r.an.Analyze(r.cfg.Dialect, req.SQL)
+	if info.ReplicaSafe {
 		if h := r.replicaFor(req); h != nil {
 			h.reads.Add(1)
 			req.State.Intercept = r.onReplica
@@ -70,10 +83,15 @@ func (r *Router) Submit(req *sqlpool.Request) {
 			return
 		}
 	}
+	// Only what may change data starts the client's wait for a replica that
+	// has it: a SET (every framework's connect) or a locking read does not.
+	req.Tracked = info.MayWrite()
 	r.toPrimary(req)
 }
 
-// toPrimary sends req to the primary, or makes it wait for one.
+// toPrimary sends req to the primary, or makes it wait for one. A tracked
+// request (req.Tracked) holds its client's reads on the primary until a
+// replica has what it did.
 func (r *Router) toPrimary(req *sqlpool.Request) {
 	if req.State.Finished {
 		return // abandoned while it was being moved
@@ -85,7 +103,7 @@ func (r *Router) toPrimary(req *sqlpool.Request) {
 	}
 	p.writes.Add(1)
 	if req.Tx == nil {
-		if cl := req.Client; cl != nil {
+		if cl := req.Client; cl != nil && req.Tracked {
 			route(cl).writing++
 		}
 		req.State.Intercept = r.onPrimary
@@ -102,12 +120,10 @@ func route(cl *sqlpool.Client) *clientRoute {
 	return cr
 }
 
-// replicaFor returns the replica req may run on, or nil for the primary.
+// replicaFor returns the replica a replica-safe read may run on, or nil for
+// the primary.
 func (r *Router) replicaFor(req *sqlpool.Request) *host {
 	if len(r.replicas) == 0 {
-		return nil
-	}
-	if !r.an.Analyze(r.cfg.Dialect, req.SQL).ReplicaSafe {
 		return nil
 	}
 	if cl := req.Client; cl != nil {
@@ -214,7 +230,7 @@ func (r *Router) noteAnswered(cl *sqlpool.Client, rep *sqlpool.Report) {
 // routeWaiting), once.
 func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 	if r.retryable(req, r.cfg.ReadOnlyRefusal) {
-		if cl := req.Client; cl != nil {
+		if cl := req.Client; cl != nil && req.Tracked {
 			route(cl).writing--
 		}
 		h := r.hostOf(req.State.Pool)
@@ -226,7 +242,7 @@ func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 		r.wait(waiter{req: req, since: now, refusedBy: h, refusedAt: now, refusedErr: err})
 		return true
 	}
-	if cl := req.Client; cl != nil {
+	if cl := req.Client; cl != nil && req.Tracked {
 		r.noteAnswered(cl, req.Report)
 	}
 	return false

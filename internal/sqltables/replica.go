@@ -7,6 +7,21 @@ package sqltables
 // constructs (NOW(), RAND(), UUID(), SLEEP(), USER(), catalog tables,
 // EXPLAIN, DESCRIBE) are harmless on a replica.
 
+// reasonSequence is the ReplicaReason of a read that uses a sequence: the
+// one kind of certain read that may write (nextval, setval).
+const reasonSequence = "uses a sequence, which the primary owns and the session's nextval set"
+
+// MayWrite reports whether the statement may change data, as far as the
+// text tells: not certain, a write or DDL, a statement of another kind that
+// is not a session setting (COMMIT as text, DO), or a read that uses a
+// sequence. A read that is merely unfit for a replica (a lock, a variable,
+// FOUND_ROWS()) and a SET do not: a router's read-your-writes wait need not
+// follow them.
+func (i Info) MayWrite() bool {
+	return !i.Certain || i.Kind == Write || i.Kind == DDL || i.Kind == Other && !i.Session ||
+		i.Kind == Read && i.ReplicaReason == reasonSequence
+}
+
 // primaryFuncs are the built-ins (besides lockFuncs) that must run on the
 // primary, by the reason why.
 var primaryFuncs = map[string]string{
@@ -15,7 +30,7 @@ var primaryFuncs = map[string]string{
 	"LAST_INSERT_ID FOUND_ROWS ROW_COUNT": "reads the session's previous statement (LAST_INSERT_ID(), FOUND_ROWS(), ROW_COUNT())",
 	// nextval and setval write the sequence; currval, lastval and
 	// MariaDB's LASTVAL read what the session's nextval returned.
-	"NEXTVAL SETVAL CURRVAL LASTVAL LAST_VALUE_SEQ": "uses a sequence, which the primary owns and the session's nextval set",
+	"NEXTVAL SETVAL CURRVAL LASTVAL LAST_VALUE_SEQ": reasonSequence,
 	// Settings: a setting may differ between servers (transaction_read_only
 	// is on on a standby) or have been set in the session on the primary;
 	// set_config and setseed change the session.

@@ -316,3 +316,30 @@ func TestAnalyze_ReplicaReason(t *testing.T) {
 		}
 	}
 }
+
+func TestInfo_MayWrite(t *testing.T) {
+	for _, c := range []struct {
+		d    sqltables.Dialect
+		sql  string
+		want bool
+	}{
+		{sqltables.MySQL, "SELECT * FROM t WHERE id = 1", false},
+		{sqltables.MySQL, "SELECT * FROM t WHERE id = 1 FOR UPDATE", false},
+		{sqltables.MySQL, "SELECT FOUND_ROWS()", false},
+		{sqltables.MySQL, "SET NAMES utf8mb4", false},
+		{sqltables.MySQL, "SET SESSION sql_mode = 'ANSI'", false},
+		{sqltables.PostgreSQL, "SET application_name = 'x'", false},
+		{sqltables.MySQL, "INSERT INTO t VALUES (1)", true},
+		{sqltables.MySQL, "UPDATE t SET v = 1", true},
+		{sqltables.MySQL, "ALTER TABLE t ADD c INT", true},
+		{sqltables.MySQL, "CALL p()", true},
+		{sqltables.MySQL, "SELECT my_function(1)", true},
+		{sqltables.PostgreSQL, "SELECT nextval('s')", true},
+		{sqltables.MySQL, "SELECT NEXTVAL(s)", true},
+		{sqltables.MySQL, "COMMIT", true},
+	} {
+		if got := sqltables.Analyze(c.d, c.sql).MayWrite(); got != c.want {
+			t.Errorf("MayWrite(%q) = %v, want %v", c.sql, got, c.want)
+		}
+	}
+}
