@@ -221,7 +221,7 @@ func TestProber_Promote(t *testing.T) {
 	replPassword := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_REPL_PASSWORD")
 
 	changes := make(chan [2]topology.HostStatus, 16)
-	m, err := topology.NewMonitor(topology.MonitorConfig{Interval: 50 * time.Millisecond, Timeout: 50 * time.Millisecond,
+	m, err := topology.NewMonitor(topology.MonitorConfig{Interval: 50 * time.Millisecond, Timeout: 5 * time.Second,
 		OnChange: func(o, n topology.HostStatus) { changes <- [2]topology.HostStatus{o, n} }},
 		[]topology.Host{{Addr: "primary", Prober: p.primary}, {Addr: "replica", Prober: p.replica}})
 	if err != nil {

@@ -196,7 +196,7 @@ func TestProber_Promote(t *testing.T) {
 	p := openPair(t)
 	p.newTable(t, "prober_promote")
 	changes := make(chan topology.HostStatus, 16)
-	m, err := topology.NewMonitor(topology.MonitorConfig{Interval: 50 * time.Millisecond, Timeout: 50 * time.Millisecond,
+	m, err := topology.NewMonitor(topology.MonitorConfig{Interval: 50 * time.Millisecond, Timeout: 5 * time.Second,
 		OnChange: func(_, n topology.HostStatus) { changes <- n }},
 		[]topology.Host{{Addr: "primary", Prober: p.primary}, {Addr: "replica", Prober: p.replica}})
 	if err != nil {
