@@ -66,6 +66,27 @@ final class ReplicaAdmin
         throw new \RuntimeException("postgres replica did not replay $lsn within 20 s");
     }
 
+    /**
+     * markHosts (MariaDB) creates $table (one column `who`) on the primary, waits until the replica has it, then
+     * gives each server a row of its own that does not replicate (sql_log_bin off): 'primary' on the primary,
+     * 'replica' on the replica. `SELECT who FROM $table` through tetherd then tells where a read ran, whatever the
+     * replica's delay.
+     */
+    public function markHosts(string $table): void
+    {
+        if ($this->type !== 'mysql') {
+            throw new \LogicException('markHosts: MariaDB only (a PostgreSQL standby takes no writes)');
+        }
+        $this->pdo('PRIMARY')->exec("CREATE TABLE IF NOT EXISTS $table (who VARCHAR(16) NOT NULL)");
+        $this->waitCaughtUp();
+        foreach (['PRIMARY' => 'primary', 'REPLICA' => 'replica'] as $role => $who) {
+            $db = $this->pdo($role);
+            $db->exec('SET SESSION sql_log_bin = 0');
+            $db->exec("DELETE FROM $table");
+            $db->exec("INSERT INTO $table VALUES ('$who')");
+        }
+    }
+
     /** hasTable tells whether the replica has $table already (it was created on the primary). */
     public function replicaHasTable(string $table): bool
     {
