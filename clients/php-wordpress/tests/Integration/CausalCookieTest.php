@@ -13,7 +13,7 @@ use Tether\WordPress\Tests\Support\WordPressSite;
 
 /**
  * CausalCookieTest runs a real WordPress site with the drop-in on a tetherd backend with replicas (env
- * TETHER_IT_RMYSQL_BACKEND, the MariaDB pair's database tether_test; scripts/lib/integration.sh with
+ * TETHER_IT_RMYSQL_BACKEND, the MariaDB pair's database; scripts/lib/integration.sh with
  * TETHER_IT_REPLICAS=1) and TETHER_CAUSAL: a logged-in user's write sets the cookie tether_causal to a token of the
  * backend's position, and the next request's client starts from it (causal_after before its first statement).
  *
@@ -30,10 +30,12 @@ final class CausalCookieTest extends TestCase
 
     public static function setUpBeforeClass(): void
     {
-        $site = WordPressSite::create('causal', 'wpr_', true, null, 0, Env::get('TETHER_IT_RMYSQL_BACKEND'), 'tether_test', "\ndefine('TETHER_CAUSAL', true);");
+        // The pair's database, as its DSNs name it (scripts/lib/replicas.sh: TETHER_DB_NAME).
+        $db = \preg_match('~\)/([^?]+)~', Env::get('TETHER_TEST_MYSQL_PRIMARY_DSN'), $m) === 1 ? $m[1] : throw new \RuntimeException('no database in TETHER_TEST_MYSQL_PRIMARY_DSN');
+        $site = WordPressSite::create('causal', 'wpr_', true, null, 0, Env::get('TETHER_IT_RMYSQL_BACKEND'), $db, "\ndefine('TETHER_CAUSAL', true);");
         \register_shutdown_function(static fn () => $site->stop());
         $site->start(2);
-        $mysqli = new \mysqli(null, 'root', '', 'tether_test', 0, self::replicaAdminSocket('PRIMARY'));
+        $mysqli = new \mysqli(null, 'root', '', $db, 0, self::replicaAdminSocket('PRIMARY'));
         foreach ($mysqli->query("SHOW TABLES LIKE 'wpr\\_%'")->fetch_all() as [$table]) {
             $mysqli->query("DROP TABLE `$table`");
         }
