@@ -42,6 +42,7 @@ final class ReplicaSwitchesTest extends TestCase
         parent::setUp();
         $this->admin = new ReplicaAdmin('mysql');
         $this->admin->markHosts(self::MARKER);
+        $this->waitUntilReplicaServes();
     }
 
     protected function tearDown(): void
@@ -119,8 +120,8 @@ final class ReplicaSwitchesTest extends TestCase
     }
 
     /**
-     * replicated returns a connection named $name to the replicated backend, with a socket of its own, after
-     * waiting until the replica serves reads (the monitor may have had it out while its replication restarted).
+     * replicated returns a connection named $name to the replicated backend, with a socket of its own (setUp()
+     * waited until the replica serves reads).
      *
      * @param array<string, mixed> $overrides
      */
@@ -138,12 +139,7 @@ final class ReplicaSwitchesTest extends TestCase
         if ($name !== 'default') {
             $this->capsule->addConnection($config, $name);
         }
-        $db = $this->capsule->getConnection($name);
-        if (!$this->delayed) {
-            $this->waitUntilReplicaServes();
-        }
-
-        return $db;
+        return $this->capsule->getConnection($name);
     }
 
     /** waitUntilReplicaServes polls, on fresh sockets, until a plain read runs on the replica (at most 15 s). */
@@ -151,18 +147,21 @@ final class ReplicaSwitchesTest extends TestCase
     {
         $config = Databases::tetherConfig(Databases::MYSQL, self::REPLICATED);
         $deadline = \microtime(true) + 15;
+        $streak = 0;
         do {
             $probe = Databases::capsule(Databases::MYSQL, $config);
             $who = $probe->getConnection()->selectOne('SELECT who FROM ' . self::MARKER)->who;
             $probe->getConnection()->disconnect();
-            if ($who === 'replica') {
+            // On the replica 3 times in a row, 250 ms apart: past any probe that saw its replication restart.
+            $streak = $who === 'replica' ? $streak + 1 : 0;
+            if ($streak === 3) {
                 if ($this->capsule !== null) {
                     $this->capsule->setAsGlobal();
                 }
 
                 return;
             }
-            \usleep(50_000);
+            \usleep(250_000);
         } while (\microtime(true) < $deadline);
         self::fail('no read reached the replica within 15 s');
     }

@@ -129,7 +129,7 @@ final class ReadYourWritesTest extends TestCase
     /**
      * prepare creates the test's table, waits until the replica has it, makes the replica late, and waits until a
      * client without a token reads the late replica (the monitor may have taken it out of reads while its
-     * replication restarted): an event, not a sleep.
+     * replication restarted), and keeps doing so: an event, not a sleep.
      */
     private function prepare(string $backend, string $type): void
     {
@@ -148,7 +148,10 @@ final class ReadYourWritesTest extends TestCase
 
         $insert = $type === 'postgres' ? "INSERT INTO $table (id, v) VALUES ($1, 0)" : "INSERT INTO $table (id, v) VALUES (?, 0)";
         $read = $type === 'postgres' ? "SELECT v FROM $table WHERE id = $1" : "SELECT v FROM $table WHERE id = ?";
+        // Stale in 4 checks in a row, 250 ms apart: more than a monitor interval (200 ms) after any probe that saw
+        // the replication stopped, so the replica is not about to be taken out of reads.
         $deadline = \microtime(true) + 15;
+        $streak = 0;
         for ($id = 1; \microtime(true) < $deadline; $id++) {
             $writer = self::newClient($backend);
             $writer->execute($insert, [$id]);
@@ -156,10 +159,11 @@ final class ReadYourWritesTest extends TestCase
             $reader = self::newClient($backend);
             $stale = $reader->queryOne($read, [$id]) === null;
             $reader->close();
-            if ($stale) {
+            $streak = $stale ? $streak + 1 : 0;
+            if ($streak === 4) {
                 return;
             }
-            \usleep(50_000);
+            \usleep(250_000);
         }
         self::fail("$backend: no read without a token reached the late replica within 15 s (is it taken out of reads?)");
     }

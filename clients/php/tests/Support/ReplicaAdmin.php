@@ -12,7 +12,7 @@ namespace Tether\Tests\Support;
  *  - MariaDB: STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = n; START SLAVE on the replica (n = 0 restores it, and then
  *    waits until the replica has applied the primary's @@gtid_binlog_pos).
  *  - PostgreSQL: ALTER SYSTEM SET recovery_min_apply_delay and pg_reload_conf() on the standby (RESET restores it,
- *    and then waits until its replay LSN reaches the primary's).
+ *    and then waits until its replay LSN reaches the primary's insert LSN).
  */
 final class ReplicaAdmin
 {
@@ -53,7 +53,9 @@ final class ReplicaAdmin
 
             return;
         }
-        $lsn = (string) $primary->query('SELECT pg_current_wal_lsn()')->fetchColumn();
+        // The insert position, not pg_current_wal_lsn() (written so far): with synchronous_commit off (the test pairs)
+        // a commit's record may still wait in the WAL buffers.
+        $lsn = (string) $primary->query('SELECT pg_current_wal_insert_lsn()')->fetchColumn();
         $deadline = \microtime(true) + 20;
         $st = $replica->prepare('SELECT pg_last_wal_replay_lsn() >= CAST(? AS pg_lsn)');
         do {
