@@ -10,7 +10,9 @@
 #  4. go test      go test -race -count=1 ./... against those databases (TETHER_TEST_{MYSQL,POSTGRES}_{DSN,ADDR};
 #                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping); then the one test
 #                  that promotes the PostgreSQL pair's replica for good (TETHER_TEST_POSTGRES_PROMOTE=1), and the
-#                  pairs are stopped
+#                  pairs are stopped; before that promote, the PHP client's replica tests (scripts/php-replicas-test.sh:
+#                  a tetherd of their own with replicated backends on the pairs, clients/php/phpunit-replicas.xml.dist)
+#                  and the integrations' (scripts/integration-test.sh NAME --group replicas with TETHER_IT_REPLICAS=1)
 #  5. build        go build -o bin/tetherd ./cmd/tetherd; etc/tetherd.toml must pass tetherd -check
 #  6. tetherd      start internal/testupstream (a real HTTP server) and bin/tetherd on var/test/tetherd.toml
 #                  (backends main=sqlite, maria=mysql, pg=postgres, cass=cassandra, bt=bigtable on the in-process
@@ -182,6 +184,21 @@ step "go vet"
 go vet ./...
 step "go test -race"
 go test -race -count=1 ./...
+# The PHP client's read/write-split and read-your-writes tests need the pairs as they are (a PostgreSQL replica that
+# still replicates): after the Go tests (which use the pairs too), before the promote. Its own tetherd, with replicated
+# backends on the pairs (scripts/php-replicas-test.sh); bin/tetherd is built here for it (step 5 builds it again).
+step "phpunit: replicas"
+go build -o bin/tetherd ./cmd/tetherd
+TETHER_TEST_DIR=$TEST_DIR bash scripts/php-replicas-test.sh >"$TEST_DIR/php-replicas.log" 2>&1 ||
+	{ tail_file "$TEST_DIR/php-replicas.log"; die "the PHP client's replica tests failed (log: $TEST_DIR/php-replicas.log)"; }
+grep -E '^(OK|Tests:)' "$TEST_DIR/php-replicas.log" | tail -n 1 | sed 's/^/==> php replicas: /' >&2
+# The integrations' read/write switches (PHPUnit group replicas): each with a tetherd of its own that has replicated
+# backends on the pairs (TETHER_IT_REPLICAS=1, scripts/lib/integration.sh); step 9 runs the rest of their suites.
+for it in dbal laravel wordpress; do
+	TETHER_IT_REPLICAS=1 bash scripts/integration-test.sh "$it" --group replicas >"$TEST_DIR/it-$it-replicas.log" 2>&1 ||
+		{ tail_file "$TEST_DIR/it-$it-replicas.log"; die "the $it integration's replica tests failed (log: $TEST_DIR/it-$it-replicas.log)"; }
+	grep -E '^(OK|Tests:)' "$TEST_DIR/it-$it-replicas.log" | tail -n 1 | sed "s/^/==> php-$it replicas: /" >&2
+done
 # The promote of the PostgreSQL pair cannot be undone from a test: it runs alone, after every other user of the pair.
 step "go test: replica promote"
 TETHER_TEST_POSTGRES_PROMOTE=1 go test -race -count=1 -run '^TestProber_Promote$' ./backend/postgres/

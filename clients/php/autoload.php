@@ -21,6 +21,7 @@ spl_autoload_register(static function (string $class): void {
         'Tether\\Connection\\RequestNotReadException' => 'Connection/RequestNotReadException.php',
         'Tether\\Connection\\StreamConnection' => 'Connection/StreamConnection.php',
         'Tether\\Connection\\UnknownOutcomeException' => 'Connection/UnknownOutcomeException.php',
+        'Tether\\Exception\\InvalidArgumentException' => 'Exception/InvalidArgumentException.php',
         'Tether\\Exception\\LogicException' => 'Exception/LogicException.php',
         'Tether\\Exception\\TetherException' => 'Exception/TetherException.php',
         'Tether\\ExecResult' => 'ExecResult.php',

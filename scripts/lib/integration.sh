@@ -71,6 +71,33 @@ type = "postgres"
 dsn = "host=$PG_SOCKET_DIR port=$PG_PORT user=tether password=tether dbname=$db sslmode=disable"
 max_conns = 8
 TOML
+	# With TETHER_IT_REPLICAS=1: two backends with replicas on the replicated pairs (scripts/lib/replicas.sh's DSNs,
+	# their tether_test database), for the tests of the frameworks' read/write switches (PHPUnit group replicas).
+	if [[ "${TETHER_IT_REPLICAS:-}" == 1 ]]; then
+		local v
+		for v in TETHER_TEST_MYSQL_PRIMARY_DSN TETHER_TEST_MYSQL_REPLICA_DSN TETHER_TEST_POSTGRES_PRIMARY_DSN TETHER_TEST_POSTGRES_REPLICA_DSN; do
+			[[ -n "${!v:-}" ]] || die "integration $name: TETHER_IT_REPLICAS=1 needs $v (start the pairs: scripts/lib/replicas.sh)"
+		done
+		cat >>"$dir/tetherd.toml" <<TOML
+
+[backends.rmysql]
+type = "mysql"
+dsn = "$TETHER_TEST_MYSQL_PRIMARY_DSN"
+replicas = ["$TETHER_TEST_MYSQL_REPLICA_DSN"]
+max_conns = 8
+max_replica_lag = "10s"
+monitor_interval = "200ms"
+
+[backends.rpgsql]
+type = "postgres"
+dsn = "$TETHER_TEST_POSTGRES_PRIMARY_DSN"
+replicas = ["$TETHER_TEST_POSTGRES_REPLICA_DSN"]
+max_conns = 8
+max_replica_lag = "10s"
+monitor_interval = "200ms"
+TOML
+		export TETHER_IT_RMYSQL_BACKEND=rmysql TETHER_IT_RPGSQL_BACKEND=rpgsql
+	fi
 	"$root/bin/tetherd" -config "$dir/tetherd.toml" </dev/null >"$dir/tetherd.log" 2>&1 &
 	TETHERD_PID=$!
 	local i

@@ -26,6 +26,11 @@ use Tether\Transaction;
  * - while a transaction is open (beginTransaction() until commit() or rollBack()), every statement goes through
  *   it, on the one backend connection tetherd pinned for it; savepoints are SQL inside it.
  *
+ * On a backend with replicas (tetherd's `replicas = [...]`), tetherd sends each read outside a transaction that may
+ * run on a replica there, and everything else to the primary: this one connection stands for DBAL's
+ * PrimaryReadReplicaConnection (see Primary for its switches). setPrimary() (or the `tether_primary` parameter)
+ * sends this connection's reads to the primary too; transactions are always there.
+ *
  * lastInsertId(): MySQL/MariaDB take it from the INSERT's own reply. PostgreSQL has no such reply, and LASTVAL()
  * is bound to the backend connection: inside a transaction it is asked there; outside one, each INSERT without
  * RETURNING runs in a short transaction of its own followed by SELECT LASTVAL() (the `tether_pg_lastval`
@@ -49,6 +54,7 @@ final class Connection implements Compat\ServerInfoConnection
         private readonly \Closure $serverVersion,
         private readonly bool $pgLastval,
         private int $cacheTtlMs = 0,
+        private bool $primary = false,
     ) {
         self::$byClient ??= new \WeakMap();
         self::$byClient[$client] = \WeakReference::create($this);
@@ -79,6 +85,25 @@ final class Connection implements Compat\ServerInfoConnection
     public static function forClient(Client $client): ?self
     {
         return (self::$byClient[$client] ?? null)?->get();
+    }
+
+    /**
+     * setPrimary sends this connection's reads outside a transaction to the primary of a backend with replicas
+     * (`primary: true` on each), or, with false, lets tetherd send them to replicas again; ignored on a backend of
+     * one server. It returns the previous value. Primary::ensure(), ::release() and ::with() call it on a DBAL
+     * connection.
+     */
+    public function setPrimary(bool $primary): bool
+    {
+        [$previous, $this->primary] = [$this->primary, $primary];
+
+        return $previous;
+    }
+
+    /** isPrimary tells whether this connection's reads are sent to the primary (setPrimary()). */
+    public function isPrimary(): bool
+    {
+        return $this->primary;
     }
 
     /**
@@ -271,7 +296,7 @@ final class Connection implements Compat\ServerInfoConnection
                     $this->lastInsertId = null; // asked of the transaction by lastInsertId(), which keeps it
                 }
             } elseif ($returnsRows) {
-                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null));
+                return Result::fromColumns($this->client->queryColumns($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null, $this->primary));
             } elseif ($this->dialect === Dialect::PostgreSQL && $this->pgLastval && SqlText::isInsert($sql)) {
                 return $this->insertWithLastval($sql, $params);
             } else {

@@ -34,6 +34,10 @@ use Tether\Server\ServerException;
  *   say it is fresh;
  * - tether_sql_datetimes (bool, default true): DATETIME/TIMESTAMP values as PDO returns them ("2024-02-29
  *   23:59:59"; tetherd's time_format "sql"), or, false, in ISO 8601 ("2024-02-29T23:59:59");
+ * - tether_primary (bool, default false): on a backend with replicas, this connection's reads outside a transaction
+ *   run on the primary too (a "write connection"; Primary::with() and ::ensure() switch it at run time);
+ * - tether_causal_token (string): a token Client::causalToken() gave in an earlier request (getNativeConnection()
+ *   is the Client): this connection's reads see those writes (the Tether client's causal_token);
  * - persistent (bool, default false): share the PHP worker's persistent socket to tetherd; then every DBAL
  *   connection of the worker on that socket shares one set of session settings;
  * - charset: SET NAMES on connect (session settings are kept by tetherd for this connection's statements);
@@ -49,7 +53,7 @@ use Tether\Server\ServerException;
 final class Driver implements Compat\VersionAwareDriver
 {
     /** The parameters this driver reads, top level or in driverOptions. */
-    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes', 'tether_cache_ttl', 'tether_local_cache'];
+    private const TETHER_PARAMS = ['tether_socket', 'tether_backend', 'tether_timeout', 'tether_pg_lastval', 'tether_sql_datetimes', 'tether_cache_ttl', 'tether_local_cache', 'tether_primary', 'tether_causal_token'];
     /** PDO::MYSQL_ATTR_INIT_COMMAND, without requiring pdo_mysql. */
     private const MYSQL_ATTR_INIT_COMMAND = 1002;
 
@@ -82,6 +86,7 @@ final class Driver implements Compat\VersionAwareDriver
                 // DATETIME/TIMESTAMP values written by tetherd as PDO gives them, from the column's type.
                 'time_format' => ($options['tether_sql_datetimes'] ?? true) ? 'sql' : 'iso',
                 'local_cache' => $options['tether_local_cache'] ?? false,
+                'causal_token' => $options['tether_causal_token'] ?? null,
             ]);
         } catch (TetherException $e) {
             throw new UnsupportedOption('invalid Tether client option: ' . $e->getMessage(), null, 0, $e);
@@ -115,6 +120,7 @@ final class Driver implements Compat\VersionAwareDriver
             },
             $options['tether_pg_lastval'] ?? true,
             $options['tether_cache_ttl'] ?? 0,
+            $options['tether_primary'] ?? false,
         );
         foreach (self::sessionStatements($options, $dialect) as $sql) {
             $connection->exec($sql);
@@ -247,7 +253,10 @@ final class Driver implements Compat\VersionAwareDriver
         if (isset($options['tether_cache_ttl']) && (!\is_int($options['tether_cache_ttl']) || $options['tether_cache_ttl'] < 0)) {
             throw UnsupportedOption::invalid('tether_cache_ttl', $options['tether_cache_ttl'], 'milliseconds (an int, 0 or more)');
         }
-        foreach (['tether_pg_lastval', 'tether_sql_datetimes', 'tether_local_cache'] as $name) {
+        if (isset($options['tether_causal_token']) && !\is_string($options['tether_causal_token'])) {
+            throw UnsupportedOption::invalid('tether_causal_token', $options['tether_causal_token'], 'a token from Client::causalToken() (a string)');
+        }
+        foreach (['tether_pg_lastval', 'tether_sql_datetimes', 'tether_local_cache', 'tether_primary'] as $name) {
             if (isset($options[$name]) && !\is_bool($options[$name])) {
                 throw UnsupportedOption::invalid($name, $options[$name], 'a bool');
             }

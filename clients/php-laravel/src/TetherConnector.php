@@ -65,6 +65,15 @@ final class TetherConnector implements ConnectorInterface
             // table versions say they are fresh (the Client's local_cache; tetherd needs [cache] local = true).
             $options['local_cache'] = $config['local_cache'];
         }
+        if (isset($config['causal'])) {
+            if (!\is_bool($config['causal'])) {
+                throw new \InvalidArgumentException(\sprintf('tether driver: option causal: want a bool, got %s', \var_export($config['causal'], true)));
+            }
+            // Read-your-writes across requests: the token the CausalTokens middleware found in the user's session.
+            if ($config['causal'] && ($token = CausalTokens::pending((string) ($config['name'] ?? ''))) !== null) {
+                $options['causal_token'] = $token;
+            }
+        }
         $options['persistent'] = $this->choosePersistence($config, $options);
         // tetherd writes DATETIME/TIMESTAMP values as PDO does ("2024-02-29 23:59:59"), not in ISO 8601.
         $options['time_format'] = ($config['sql_datetimes'] ?? true) ? 'sql' : 'iso';

@@ -140,10 +140,13 @@ final class TetherSession
      * `:name` ones with a name => value array).
      *
      * @param array<int|string, mixed> $bindings
+     * @param bool $primary outside a transaction, run on the primary of a backend with replicas (Laravel's write
+     *                      connection: a select with $useReadPdo false, useWritePdo(), sticky after a write); inside
+     *                      one, every statement runs on the primary anyway
      * @return list<array<string, mixed>> the rows, column => value
      * @throws TetherQueryError|UnsupportedStatementException
      */
-    public function query(string $sql, array $bindings = []): array
+    public function query(string $sql, array $bindings = [], bool $primary = false): array
     {
         $this->refuseSessionControl($sql);
         [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
@@ -151,7 +154,7 @@ final class TetherSession
         try {
             $rows = $this->transaction !== null
                 ? $this->transaction->query($sql, $params)
-                : $this->client->query($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null);
+                : $this->client->query($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null, $primary);
         } catch (TetherException $e) {
             throw TetherQueryError::from($e, $this->platform());
         }
@@ -164,9 +167,10 @@ final class TetherSession
      * by position (names may repeat: SELECT a.id, b.id), for TetherStatement::shape().
      *
      * @param array<int|string, mixed> $bindings
+     * @param bool $primary as for query()
      * @throws TetherQueryError|UnsupportedStatementException
      */
-    public function queryNumeric(string $sql, array $bindings = []): NumericResult
+    public function queryNumeric(string $sql, array $bindings = [], bool $primary = false): NumericResult
     {
         $this->refuseSessionControl($sql);
         [$sql, $params] = SqlText::bind($sql, $bindings, $this->platform());
@@ -174,7 +178,7 @@ final class TetherSession
         try {
             return $this->transaction !== null
                 ? $this->transaction->queryNumeric($sql, $params)
-                : $this->client->queryNumeric($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null);
+                : $this->client->queryNumeric($sql, $params, $this->backend, null, $this->cacheTtlMs > 0 ? $this->cacheTtlMs : null, $primary);
         } catch (TetherException $e) {
             throw TetherQueryError::from($e, $this->platform());
         }

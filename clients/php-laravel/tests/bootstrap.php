@@ -15,6 +15,8 @@ require_once 'Illuminate/Database/autoload.php';
 require_once 'Illuminate/Events/autoload.php';
 require_once 'Illuminate/Support/autoload.php';
 require_once 'Illuminate/Config/autoload.php';
+require_once 'Illuminate/Http/autoload.php';    // the CausalTokens middleware's tests
+require_once 'Illuminate/Session/autoload.php';
 require_once __DIR__ . '/../../php/autoload.php';
 spl_autoload_register(static function (string $class): void {
     foreach (['Tether\\Laravel\\Tests\\' => __DIR__ . '/', 'Tether\\Laravel\\' => __DIR__ . '/../src/'] as $prefix => $dir) {

@@ -23,6 +23,9 @@ namespace Tether\WordPress;
  *                      client option local_cache): a hit is served without a call to tetherd, while tetherd's
  *                      published table versions say nothing it read has changed (docs/operations.md, "Hits in
  *                      the PHP worker"); default false
+ *   TETHER_CAUSAL      on a backend with replicas, carry a logged-in user's writes to their next request in the
+ *                      cookie tether_causal (CausalCookie): the page after a save reads it, on a replica that has
+ *                      it or on the primary; default false
  *
  * DB_NAME must name the database the backend connects to (it is checked on connect); DB_USER, DB_PASSWORD and
  * DB_HOST are not used: tetherd holds the credentials.
@@ -37,6 +40,7 @@ final class Config
         public readonly float $busyWait = 30.0,
         public readonly int $cacheTtlMs = 0,
         public readonly bool $localCache = false,
+        public readonly bool $causal = false,
     ) {
     }
 
@@ -53,6 +57,7 @@ final class Config
             busyWait: \defined('TETHER_BUSY_WAIT') ? (float) \constant('TETHER_BUSY_WAIT') : 30.0,
             cacheTtlMs: \defined('TETHER_CACHE_TTL') ? \max(0, (int) \constant('TETHER_CACHE_TTL')) : 0,
             localCache: \defined('TETHER_LOCAL_CACHE') ? (bool) \constant('TETHER_LOCAL_CACHE') : false,
+            causal: \defined('TETHER_CAUSAL') ? (bool) \constant('TETHER_CAUSAL') : false,
         );
     }
 

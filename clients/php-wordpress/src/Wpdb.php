@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Tether\WordPress;
 
 use Tether\Client;
+use Tether\Exception\InvalidArgumentException;
 use Tether\Sql\SqlText;
 
 /**
@@ -40,6 +41,8 @@ class Wpdb extends \wpdb
     private Config $tetherConfig;
     private ?Session $tetherSession = null;
     private bool $tetherConnected = false;
+    /** tetherCausalPending: with TETHER_CAUSAL, this request wrote and the cookie is set at its end (CausalCookie) */
+    private bool $tetherCausalPending = false;
     private string $tetherServerInfo = '';
     private string $tetherDatabase = '';
     private ?string $tetherSqlModeAtConnect = null;
@@ -81,7 +84,7 @@ class Wpdb extends \wpdb
         $this->is_mysql = true;
         $this->dbh = null;
         try {
-            $client = $this->tetherSession?->client() ?? new Client($this->tetherConfig->clientOptions());
+            $client = $this->tetherSession?->client() ?? $this->tetherClient();
             $session = $this->tetherSession ?? new Session($client, $this->tetherConfig->busyWait, $this->tetherConfig->cacheTtlMs);
             $row = $session->run('SELECT VERSION() AS version, @@SESSION.sql_mode AS sql_mode, DATABASE() AS db', false)->rows[0] ?? null;
             if ($row === null) {
@@ -125,6 +128,25 @@ class Wpdb extends \wpdb
         $this->select($this->dbname, $this->dbh);
 
         return true;
+    }
+
+    /**
+     * tetherClient makes the drop-in's Tether client; with TETHER_CAUSAL, from the causal token of the request's
+     * cookie (CausalCookie), when the client takes it.
+     */
+    private function tetherClient(): Client
+    {
+        $options = $this->tetherConfig->clientOptions();
+        $token = $this->tetherConfig->causal ? CausalCookie::fromCookies($_COOKIE) : null;
+        if ($token !== null) {
+            try {
+                return new Client(['causal_token' => $token] + $options);
+            } catch (InvalidArgumentException) {
+                // a cookie that is no token: read as without one
+            }
+        }
+
+        return new Client($options);
     }
 
     /** check_connection reports whether tetherd answers, reconnecting (wpdb's retries) when it does not. */
@@ -369,6 +391,15 @@ class Wpdb extends \wpdb
             return false;
         }
         $this->result = $result;
+        if (($isDdl || $isDml) && $this->tetherConfig->causal && !$this->tetherCausalPending) {
+            // TETHER_CAUSAL: this request wrote; its token goes into the cookie when PHP sends the headers (after
+            // every write made before the page's first output, a redirect's included).
+            $this->tetherCausalPending = true;
+            $client = $this->tetherSession->client();
+            \header_register_callback(static function () use ($client): void {
+                CausalCookie::send($client);
+            });
+        }
         if ($isDdl) {
             return true;
         }

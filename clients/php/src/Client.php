@@ -11,6 +11,7 @@ use Tether\Cache\LocalCache;
 use Tether\Connection\CommunicationException;
 use Tether\Connection\StreamConnection;
 use Tether\Connection\UnknownOutcomeException;
+use Tether\Exception\InvalidArgumentException;
 use Tether\Exception\LogicException;
 use Tether\Exception\TetherException;
 use Tether\Protocol\MalformedReply;
@@ -37,7 +38,10 @@ use Tether\Sql\SqlText;
  */
 final class Client
 {
-    private const OPTIONS = ['socket', 'tcp', 'token', 'tls', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format', 'local_cache', 'local_cache_max_entry_bytes'];
+    private const OPTIONS = ['socket', 'tcp', 'token', 'tls', 'persistent', 'timeout', 'backend', 'max_frame_bytes', 'time_format', 'local_cache', 'local_cache_max_entry_bytes', 'causal_token'];
+
+    /** MAX_CAUSAL_TOKEN_BYTES bounds the causal_token option (a token of a few backends is well under 1 KiB). */
+    private const MAX_CAUSAL_TOKEN_BYTES = 65536;
 
     private StreamConnection $connection;
     private ?string $backend;
@@ -49,6 +53,18 @@ final class Client
     private ?LocalCache $local = null;
     /** @var list<\WeakReference<Transaction>> the transactions this client began, for close() */
     private array $transactions = [];
+    /**
+     * @var array<string, string> backend ('' for tetherd's default) => position: what the causal_token option asked
+     *                            for, carried into causalToken() for the backends this client did not write to
+     */
+    private array $causal = [];
+    /**
+     * the socket epoch in which causal_after was sent for $causal; -1 before. Sent again when the socket is
+     * reopened (tetherd forgets it with the connection).
+     */
+    private int $causalEpoch = -1;
+    /** @var array<string, true> backends ('' for tetherd's default) this client wrote to, for causalToken() */
+    private array $wrote = [];
 
     /**
      * @param array{socket?: string, tcp?: string, token?: string, persistent?: bool, timeout?: float|int,
@@ -76,7 +92,12 @@ final class Client
      *     tetherd's cache.local, the apcu and shmop extensions, apc.enable_cli under the CLI, and a Unix socket;
      *     without any of them, reads go to tetherd as usual). docs/operations.md, "Result cache"
      *   - local_cache_max_entry_bytes: the largest result the local cache keeps (default 65536)
+     *   - causal_token: a token causalToken() gave in an earlier PHP request (kept in the user's session or a
+     *     cookie): before its first call that reaches a backend, this client sends `causal_after` for each backend
+     *     in it (pipelined: one round trip in all), so that its reads see those writes, on a replica that has them
+     *     or on the primary. Null or '' for none (the default). docs/operations.md, "Replicas"
      * @throws LogicException an unknown option or an invalid value
+     * @throws InvalidArgumentException a causal_token that is not one causalToken() gave
      */
     public function __construct(array $options = [])
     {
@@ -154,6 +175,8 @@ final class Client
             $this->local = new LocalCache($socket, $localMax);
         }
 
+        $this->causal = self::decodeCausalToken($options['causal_token'] ?? null);
+
         $tls = $options['tls'] ?? null;
         $this->connection = $persistent ? StreamConnection::shared($address, $token, $tls, $setting) : new StreamConnection($address, false, $token, $tls, $setting);
         $this->backend = $backend;
@@ -205,7 +228,139 @@ final class Client
      */
     public function ping(): void
     {
-        $this->call(Request::ping(), 'ok');
+        $this->connection->call(Request::ping(), 'ok', $this->timeout, $this->maxFrameBytes);
+    }
+
+    /**
+     * causalToken returns an opaque token for read-your-writes across PHP requests on backends with replicas: keep
+     * it (in the user's session, or a cookie) and pass it as the causal_token option of the Client of the user's
+     * next request, on any worker or web host, and that client's reads see this client's writes.
+     *
+     * It covers every backend this client wrote to: execute(), put(), delete(), a committed transaction, a query
+     * with primary: true, and the same in batches (Bigtable's and Cassandra's writes are not counted: they have no
+     * replicas behind tetherd). tetherd gives the position of each (`causal_token`, one pipelined round trip for
+     * all of them); this client's causal_token option's positions are carried into it for the backends it did not
+     * write to, so a token passed along a chain of requests that only read keeps its meaning. '' when there is
+     * nothing to wait for: no write, or only backends of one server (whose reads always see every write), and no
+     * causal_token option. No round trip when this client wrote nothing.
+     *
+     * The positions are those of the writes tetherd saw on this client's socket: a write whose socket was dropped
+     * before causalToken() is not covered (the call that lost the socket threw).
+     *
+     * @throws ServerException tetherd could not tell a position (e.g. the primary did not answer)
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    public function causalToken(): string
+    {
+        $positions = $this->causal;
+        if ($this->wrote !== []) {
+            $connection = $this->connection;
+            $ids = [];
+            foreach ($this->wrote as $backend => $_) {
+                $backend = (string) $backend;
+                $ids[$backend] = $connection->submit(Request::causalToken($backend === '' ? null : $backend), $this->timeout, $this->maxFrameBytes);
+            }
+            $epoch = $connection->epoch();
+            $failure = null;
+            foreach ($ids as $backend => $id) {
+                try {
+                    $reply = $connection->await($id, $epoch);
+                } catch (\Throwable $e) {
+                    // Every reply is read before throwing, so that none is left owed on the socket.
+                    $failure ??= $e;
+                    continue;
+                }
+                $position = $reply['position'] ?? null;
+                if (!\is_string($position)) {
+                    $failure ??= $connection->malformedReply('causal_token');
+                    continue;
+                }
+                if ($position !== '') {
+                    $positions[$backend] = $position;
+                }
+            }
+            if ($failure !== null) {
+                throw $failure;
+            }
+        }
+        if ($positions === []) {
+            return '';
+        }
+        \ksort($positions, \SORT_STRING);
+
+        return \rtrim(\strtr(\base64_encode(\json_encode($positions, \JSON_FORCE_OBJECT | \JSON_UNESCAPED_SLASHES | \JSON_THROW_ON_ERROR)), '+/', '-_'), '=');
+    }
+
+    /**
+     * sendCausalAfter sends `causal_after` for every backend of the causal_token option, pipelined, and reads the
+     * replies: one round trip before this client's first call in each socket epoch (tetherd forgets it with the
+     * connection).
+     *
+     * @throws ServerException e.g. unknown_backend: the token names a backend tetherd does not have
+     * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
+     */
+    private function sendCausalAfter(): void
+    {
+        $connection = $this->connection;
+        $ids = [];
+        foreach ($this->causal as $backend => $position) {
+            $backend = (string) $backend;
+            $ids[] = $connection->submit(Request::causalAfter($backend === '' ? null : $backend, $position), $this->timeout, $this->maxFrameBytes);
+        }
+        $epoch = $connection->epoch();
+        $failure = null;
+        foreach ($ids as $id) {
+            try {
+                $connection->await($id, $epoch);
+            } catch (\Throwable $e) {
+                $failure ??= $e;
+            }
+        }
+        if ($failure !== null) {
+            throw $failure;
+        }
+        $this->causalEpoch = $epoch;
+    }
+
+    /**
+     * decodeCausalToken returns the positions of a causal_token option (a causalToken() result): base64url of a
+     * JSON object, backend ('' for tetherd's default) => non-empty position of at most 4096 bytes.
+     *
+     * @return array<string, string>
+     * @throws InvalidArgumentException anything else
+     */
+    private static function decodeCausalToken(mixed $token): array
+    {
+        if ($token === null || $token === '') {
+            return [];
+        }
+        $bad = static fn (string $why): InvalidArgumentException => new InvalidArgumentException(\sprintf(
+            'option causal_token: %s; want a token from Client::causalToken() (or null or \'\' for none)',
+            $why,
+        ));
+        if (!\is_string($token)) {
+            throw $bad('got a ' . \get_debug_type($token));
+        }
+        if (\strlen($token) > self::MAX_CAUSAL_TOKEN_BYTES) {
+            throw $bad(\sprintf('%d bytes, more than %d', \strlen($token), self::MAX_CAUSAL_TOKEN_BYTES));
+        }
+        if (\preg_match('/^[A-Za-z0-9_-]+$/', $token) !== 1 || \strlen($token) % 4 === 1) {
+            throw $bad('not base64url');
+        }
+        $json = \base64_decode(\strtr($token, '-_', '+/'), true);
+        $positions = $json === false ? null : \json_decode($json, true, 2);
+        if (!\is_array($positions) || $positions === [] || ($json[0] ?? '') !== '{') {
+            throw $bad('not a token (it does not decode to backends and positions)');
+        }
+        $out = [];
+        foreach ($positions as $backend => $position) {
+            if (!\is_string($position) || $position === '' || \strlen($position) > 4096) {
+                throw $bad(\sprintf('backend %s has no valid position', \var_export((string) $backend, true)));
+            }
+            $out[(string) $backend] = $position;
+        }
+
+        return $out;
     }
 
     /**
@@ -223,17 +378,23 @@ final class Client
      * @param int|null $cacheTtlMs let tetherd answer from its shared result cache, and keep this result there for at
      *                             most this many ms (MySQL/MariaDB and PostgreSQL; dropped at once by any write through
      *                             tetherd to the backend; docs/operations.md, "Result cache"); null: not cached
+     * @param bool $primary on a backend with replicas, run on its primary even when the statement could run on a
+     *                      replica (a framework's write connection, a read that must see the latest write of any
+     *                      client); never answered from the local cache. Ignored on a backend of one server. The
+     *                      backend then counts as written to for causalToken()
      * @return list<array<string, mixed>> the rows, each column name => value
      * @throws ServerException the statement failed (backend_error with getBackendCode(), timeout, busy, ...)
      * @throws CommunicationException not sent; UnknownOutcomeException: sent, outcome unknown
      */
-    public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): array
+    public function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null, bool $primary = false): array
     {
-        if ($this->local !== null && $cacheTtlMs > 0) {
+        if ($primary) {
+            $this->wrote[$backend ?? $this->backend ?? ''] = true;
+        } elseif ($this->local !== null && $cacheTtlMs > 0) {
             return $this->localCall('rows', $sql, $params, $backend ?? $this->backend, $timeoutMs, false, $cacheTtlMs);
         }
 
-        return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs), 'rows');
+        return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs, $primary), 'rows');
     }
 
     /**
@@ -242,15 +403,20 @@ final class Client
      * @param array<mixed> $params
      * @return array<string, mixed>|null
      */
-    public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ?array
+    public function queryOne(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null, bool $primary = false): ?array
     {
-        if ($this->local !== null && $cacheTtlMs > 0) {
+        if ($primary) {
+            $this->wrote[$backend ?? $this->backend ?? ''] = true;
+        } elseif ($this->local !== null && $cacheTtlMs > 0) {
             return $this->localCall('first', $sql, $params, $backend ?? $this->backend, $timeoutMs, false, $cacheTtlMs);
+        }
+        if ($this->causal !== [] && $this->causalEpoch !== $this->connection->epoch()) {
+            $this->sendCausalAfter();
         }
         // The point read calls the one path, StreamConnection::call(), itself rather than through call(): one PHP
         // call less on the hottest path, with the same request, decoding and exceptions.
         return $this->connection->call(
-            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs),
+            Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs, $primary),
             'first',
             $this->timeout,
             $this->maxFrameBytes,
@@ -265,13 +431,15 @@ final class Client
      *
      * @param array<mixed> $params
      */
-    public function queryNumeric(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): NumericResult
+    public function queryNumeric(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null, bool $primary = false): NumericResult
     {
-        if ($this->local !== null && $cacheTtlMs > 0) {
+        if ($primary) {
+            $this->wrote[$backend ?? $this->backend ?? ''] = true;
+        } elseif ($this->local !== null && $cacheTtlMs > 0) {
             return $this->localCall('numeric', $sql, $params, $backend ?? $this->backend, $timeoutMs, false, $cacheTtlMs);
         }
 
-        return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs), 'numeric');
+        return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, $this->timeFormat, $cacheTtlMs, $primary), 'numeric');
     }
 
     /**
@@ -282,24 +450,30 @@ final class Client
      *
      * @param array<mixed> $params
      */
-    public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ColumnarResult
+    public function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null, bool $primary = false): ColumnarResult
     {
-        if ($this->local !== null && $cacheTtlMs > 0) {
+        if ($primary) {
+            $this->wrote[$backend ?? $this->backend ?? ''] = true;
+        } elseif ($this->local !== null && $cacheTtlMs > 0) {
             return $this->localCall('columns', $sql, $params, $backend ?? $this->backend, $timeoutMs, true, $cacheTtlMs);
         }
 
-        return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true, $this->timeFormat, $cacheTtlMs), 'columns');
+        return $this->call(Request::statement('query', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, true, $this->timeFormat, $cacheTtlMs, $primary), 'columns');
     }
 
     /**
      * execute runs a statement for its effect (INSERT, UPDATE, DDL, ...). Errors as query().
      *
      * @param array<mixed> $params
+     * @param bool $primary as for query(); an exec runs on the primary anyway (the SQL lexer sends anything it is
+     *                      unsure of there), so this only says it explicitly
      * @return ExecResult affected rows and the backend's last insert id (0 on PostgreSQL)
      */
-    public function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): ExecResult
+    public function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, bool $primary = false): ExecResult
     {
-        return $this->call(Request::statement('exec', $sql, $params, $backend ?? $this->backend, null, $timeoutMs), 'exec');
+        $this->wrote[$backend ?? $this->backend ?? ''] = true;
+
+        return $this->call(Request::statement('exec', $sql, $params, $backend ?? $this->backend, null, $timeoutMs, false, null, null, $primary), 'exec');
     }
 
     /**
@@ -340,6 +514,10 @@ final class Client
     public function get(string $table, mixed $key, array $columns = [], ?string $backend = null, ?int $timeoutMs = null, ?int $cacheTtlMs = null): ?array
     {
         // As queryOne(): the point read by key calls StreamConnection::call() itself.
+        if ($this->causal !== [] && $this->causalEpoch !== $this->connection->epoch()) {
+            $this->sendCausalAfter();
+        }
+
         return $this->connection->call(
             self::cached(Request::get($table, $key, $columns, $backend ?? $this->backend, $timeoutMs), $cacheTtlMs),
             'first',
@@ -365,6 +543,9 @@ final class Client
         }
 
         $request = self::cached(Request::multiGet($table, $keys, $columns, $backend ?? $this->backend, $timeoutMs), $cacheTtlMs);
+        if ($this->causal !== [] && $this->causalEpoch !== $this->connection->epoch()) {
+            $this->sendCausalAfter();
+        }
 
         return $this->connection->call($request, 'sparseRows', $this->timeout, $this->maxFrameBytes, null, \count($keys));
     }
@@ -442,6 +623,7 @@ final class Client
         if ($row === []) {
             throw new LogicException('put needs a row with at least its key columns');
         }
+        $this->wrote[$backend ?? $this->backend ?? ''] = true;
         $this->call(Request::put($table, $row, $backend ?? $this->backend, $timeoutMs), 'done');
     }
 
@@ -453,6 +635,8 @@ final class Client
      */
     public function delete(string $table, mixed $key, ?string $backend = null, ?int $timeoutMs = null): int
     {
+        $this->wrote[$backend ?? $this->backend ?? ''] = true;
+
         return $this->call(Request::delete($table, $key, $backend ?? $this->backend, $timeoutMs), 'affected');
     }
 
@@ -603,7 +787,10 @@ final class Client
     {
         $tx = $this->call(Request::begin($backend ?? $this->backend, $timeoutMs), 'tx');
         $this->connection->track($tx);
-        $transaction = new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat);
+        $written = $backend ?? $this->backend ?? '';
+        $transaction = new Transaction($this->connection, $tx, $this->connection->epoch(), $this->timeout, $this->maxFrameBytes, $this->timeFormat, function () use ($written): void {
+            $this->wrote[$written] = true;
+        });
         foreach ($this->transactions as $i => $ref) {
             if ($ref->get()?->isOpen() !== true) {
                 unset($this->transactions[$i]);
@@ -769,6 +956,12 @@ final class Client
                 throw new LogicException(\sprintf('batch operation %s: want a %s, got %s', $key, Operation::class, \get_debug_type($op)));
             }
             $maps[] = $backend === null ? $op->request : $this->withBackend($op);
+            if ($op->op === 'exec' || $op->op === 'put' || $op->op === 'delete' || isset($op->request['primary'])) {
+                $this->wrote[$op->request['backend'] ?? $backend ?? ''] = true;
+            }
+        }
+        if ($this->causal !== [] && $this->causalEpoch !== $this->connection->epoch()) {
+            $this->sendCausalAfter();
         }
         $id = $this->connection->submit(Request::batch($maps, $timeoutMs), $this->timeout, $this->maxFrameBytes);
 
@@ -845,6 +1038,10 @@ final class Client
      */
     private function call(array $request, string $as): mixed
     {
+        if ($this->causal !== [] && $this->causalEpoch !== $this->connection->epoch()) {
+            $this->sendCausalAfter();
+        }
+
         return $this->connection->call($request, $as, $this->timeout, $this->maxFrameBytes);
     }
 
@@ -863,6 +1060,9 @@ final class Client
     {
         $local = $this->local;
         $connection = $this->connection;
+        if ($this->causal !== [] && $this->causalEpoch !== $connection->epoch()) {
+            $this->sendCausalAfter();
+        }
         $name = $backend ?? '';
         $profile = $connection->knownProfile($name);
         if ($profile === null && $connection->resumeProfiles($this->timeout, $this->maxFrameBytes)) {

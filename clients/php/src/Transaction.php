@@ -42,6 +42,7 @@ final class Transaction
         private readonly float $timeout,
         private readonly int $maxFrameBytes,
         private readonly ?string $timeFormat = null,
+        private readonly ?\Closure $onCommit = null,
     ) {
     }
 
@@ -116,6 +117,10 @@ final class Transaction
     public function commit(?int $timeoutMs = null): void
     {
         $this->finish(self::COMMITTED);
+        if ($this->onCommit !== null) {
+            // Before the call: a commit whose reply never came may have run, and causalToken() must cover it.
+            ($this->onCommit)();
+        }
         $this->connection->call(Request::commit($this->handle, $timeoutMs), 'ok', $this->timeout, $this->maxFrameBytes, $this->epoch);
     }
 

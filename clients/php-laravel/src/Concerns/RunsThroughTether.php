@@ -42,8 +42,9 @@ trait RunsThroughTether
 
             $session = $this->tetherSession($useReadPdo);
             $bindings = $this->prepareBindings($bindings);
+            $primary = $this->readsFromPrimary($useReadPdo);
 
-            return $statement->shape($statement->wantsPositions() ? $session->queryNumeric($query, $bindings) : $session->query($query, $bindings));
+            return $statement->shape($statement->wantsPositions() ? $session->queryNumeric($query, $bindings, $primary) : $session->query($query, $bindings, $primary));
         });
     }
 
@@ -162,6 +163,41 @@ trait RunsThroughTether
         }
 
         return $session;
+    }
+
+    /**
+     * readsFromPrimary tells whether a select goes to the write side, as Laravel's getReadPdo() decides it: asked for
+     * ($useReadPdo false: select(..., false), the query builder's useWritePdo(), useWriteConnectionWhenReading()),
+     * or `sticky` after this request wrote through the connection (recordsHaveBeenModified()). tetherd then runs it
+     * with `primary: true`: on a backend with replicas, on the primary, even where a replica could serve it (a
+     * transaction's statements run there anyway). Without a `read` config, too: one tetherd backend with replicas
+     * is both of Laravel's sides.
+     */
+    protected function readsFromPrimary(bool $useReadPdo): bool
+    {
+        return !$useReadPdo || $this->readOnWriteConnection || ($this->recordsModified && $this->getConfig('sticky'));
+    }
+
+    /**
+     * tetherCausalToken returns the write session's Client::causalToken(): a token covering this connection's writes
+     * (and the causal_token it started from), for the user's next request; '' when there is none. The CausalTokens
+     * middleware keeps it in the Laravel session for connections with `causal` => true.
+     */
+    public function tetherCausalToken(): string
+    {
+        $session = $this->pdo;
+        if ($session === null || $session instanceof \Closure) {
+            // Never connected in this request: it wrote nothing, and its token is the one it would have started from.
+            return \Tether\Laravel\CausalTokens::pending((string) $this->getName()) ?? '';
+        }
+        if (!$session instanceof TetherSession) {
+            return '';
+        }
+        try {
+            return $session->client()->causalToken();
+        } catch (\Tether\Exception\TetherException $e) {
+            throw \Tether\Laravel\TetherQueryError::from($e, $this->tetherPlatform());
+        }
     }
 
     /**

@@ -27,9 +27,10 @@ final class WordPressSite
     /**
      * create writes the site root afresh (the database tables are the installer's business). $tetherSocket
      * overrides the TETHER_SOCKET the Tether site gets (default: the test tetherd's); $cacheTtlMs > 0 sets its
-     * TETHER_CACHE_TTL.
+     * TETHER_CACHE_TTL; $backend and $dbName another TETHER_BACKEND and DB_NAME (the replicated backend's); $constants
+     * more wp-config.php lines.
      */
-    public static function create(string $name, string $prefix, bool $tether, ?string $tetherSocket = null, int $cacheTtlMs = 0): self
+    public static function create(string $name, string $prefix, bool $tether, ?string $tetherSocket = null, int $cacheTtlMs = 0, ?string $backend = null, ?string $dbName = null, string $constants = ''): self
     {
         $package = \dirname(__DIR__, 2);
         $base = \getenv('TETHER_IT_DIR') ?: \dirname($package, 2) . '/var/it-wordpress';
@@ -54,13 +55,14 @@ final class WordPressSite
         $tetherConstants = $tether ? \sprintf(
             "define('TETHER_SOCKET', %s);\ndefine('TETHER_BACKEND', %s);",
             \var_export($tetherSocket ?? Env::get('TETHER_SOCKET'), true),
-            \var_export(Env::get('TETHER_IT_MYSQL_BACKEND'), true),
+            \var_export($backend ?? Env::get('TETHER_IT_MYSQL_BACKEND'), true),
         ) : '';
+        $tetherConstants .= $constants;
         if ($tether && $cacheTtlMs > 0) {
             $tetherConstants .= \sprintf("\ndefine('TETHER_CACHE_TTL', %d);", $cacheTtlMs);
         }
         $config = \strtr((string) \file_get_contents($package . '/tests/fixtures/wp-config.php.tpl'), [
-            '{{DB_NAME}}' => Env::get('TETHER_IT_DB'),
+            '{{DB_NAME}}' => $dbName ?? Env::get('TETHER_IT_DB'),
             '{{DB_USER}}' => Env::get('TETHER_IT_USER'),
             '{{DB_PASSWORD}}' => Env::get('TETHER_IT_PASSWORD'),
             '{{MYSQL_SOCKET}}' => Env::get('TETHER_IT_MYSQL_SOCKET'),

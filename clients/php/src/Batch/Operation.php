@@ -47,10 +47,11 @@ final class Operation
      * @param string|null $timeFormat 'iso' or 'sql' (see Client's time_format option); null for the server's default
      * @param int|null $cacheTtlMs let tetherd answer from its shared result cache, and keep this result there, for at
      *                             most this many milliseconds (Client::query())
+     * @param bool $primary on a backend with replicas, run on the primary (Client::query())
      */
-    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null): self
+    public static function query(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null, bool $primary = false): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat, $cacheTtlMs), 'rows');
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, false, $timeFormat, $cacheTtlMs, $primary), 'rows');
     }
 
     /**
@@ -59,20 +60,22 @@ final class Operation
      *
      * @param array<mixed> $params positional parameters
      * @param int|null $cacheTtlMs as for query()
+     * @param bool $primary as for query()
      */
-    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null): self
+    public static function queryColumns(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, ?string $timeFormat = null, ?int $cacheTtlMs = null, bool $primary = false): self
     {
-        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat, $cacheTtlMs), 'columns');
+        return new self('query', Request::statement('query', $sql, $params, $backend, null, $timeoutMs, true, $timeFormat, $cacheTtlMs, $primary), 'columns');
     }
 
     /**
      * execute runs a statement for its effect; its batch result is an ExecResult.
      *
      * @param array<mixed> $params positional parameters
+     * @param bool $primary as for query() (an exec runs on the primary anyway; accepted for symmetry)
      */
-    public static function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null): self
+    public static function execute(string $sql, array $params = [], ?string $backend = null, ?int $timeoutMs = null, bool $primary = false): self
     {
-        return new self('exec', Request::statement('exec', $sql, $params, $backend, null, $timeoutMs), 'exec');
+        return new self('exec', Request::statement('exec', $sql, $params, $backend, null, $timeoutMs, false, null, null, $primary), 'exec');
     }
 
     /** ping is answered by tetherd itself; its batch result is true. */

@@ -74,9 +74,10 @@ final class Request
      * @param string $op `query` or `exec`
      * @param array<mixed> $params positional parameters; keys are ignored
      * @param bool $columnar ask for the reply in column-oriented form (query only)
+     * @param bool $primary run on the primary of a backend with replicas (`primary: true`)
      * @return array<string, mixed>
      */
-    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false, ?string $timeFormat = null, ?int $cacheTtlMs = null): array
+    public static function statement(string $op, string $sql, array $params = [], ?string $backend = null, ?int $tx = null, ?int $timeoutMs = null, bool $columnar = false, ?string $timeFormat = null, ?int $cacheTtlMs = null, bool $primary = false): array
     {
         $request = ['id' => 0, 'op' => $op];
         if ($backend !== null) {
@@ -99,9 +100,39 @@ final class Request
         if ($timeFormat !== null && $op === 'query') {
             $request['time_format'] = $timeFormat;
         }
+        if ($primary) {
+            $request['primary'] = true;
+        }
         if ($cacheTtlMs !== null && $cacheTtlMs > 0) {
             $request['cache_ttl_ms'] = $cacheTtlMs;
         }
+
+        return $request;
+    }
+
+    /**
+     * causalToken builds a `causal_token` request: the position covering this connection's writes on the backend.
+     *
+     * @return array<string, mixed>
+     */
+    public static function causalToken(?string $backend = null): array
+    {
+        return $backend === null ? ['id' => 0, 'op' => 'causal_token'] : ['id' => 0, 'op' => 'causal_token', 'backend' => $backend];
+    }
+
+    /**
+     * causalAfter builds a `causal_after` request: this connection's reads of the backend wait for a replica that
+     * has applied $position.
+     *
+     * @return array<string, mixed>
+     */
+    public static function causalAfter(?string $backend, string $position): array
+    {
+        $request = ['id' => 0, 'op' => 'causal_after'];
+        if ($backend !== null) {
+            $request['backend'] = $backend;
+        }
+        $request['position'] = $position;
 
         return $request;
     }
