@@ -22,7 +22,7 @@
 #                            Sets PG_PRIMARY_{PID,DIR,DATADIR,SOCKET_DIR,PORT}, PG_REPLICA_{...} and the exports below.
 #   stop_postgres_pair       pg_ctl stop -m fast on each (replica first), SIGINT then SIGKILL by PID if that fails.
 #   postgres_pair_wait [SECS] wait (10 s) until the replica's pg_last_wal_replay_lsn() reaches the primary's
-#                            pg_current_wal_lsn(); fails on timeout.
+#                            pg_current_wal_insert_lsn() (every commit answered so far, also with synchronous_commit off); fails on timeout.
 #   postgres_pair_promote    SELECT pg_promote() on the replica (waits until it is out of recovery).
 #
 # Exported (go-sql-driver/mysql and pgx keyword DSNs, all over the Unix sockets unless named ADDR):
@@ -323,7 +323,7 @@ stop_postgres_pair() {
 
 postgres_pair_wait() {
 	local secs=${1:-10} lsn deadline
-	lsn=$(_rep_psql "$PG_PRIMARY_SOCKET_DIR" "$PG_PRIMARY_PORT" postgres -c "SELECT pg_current_wal_lsn()") ||
+	lsn=$(_rep_psql "$PG_PRIMARY_SOCKET_DIR" "$PG_PRIMARY_PORT" postgres -c "SELECT pg_current_wal_insert_lsn()") ||
 		die "postgres pair: reading the primary's position failed"
 	deadline=$(awk -v a="$(now)" -v s="$secs" 'BEGIN { printf "%d", a + s }')
 	until [[ "$(_rep_psql "$PG_REPLICA_SOCKET_DIR" "$PG_REPLICA_PORT" postgres \
