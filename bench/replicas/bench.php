@@ -1,0 +1,460 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * bench/replicas/bench.php: the driver of bench/replicas/run.sh (issue 21's benchmark rows). Run by run.sh:
+ *
+ *   php bench.php --out FILE [--quick] [--seconds S] [--rate R] [--rounds N]
+ *   php bench.php --report FILE
+ *
+ * The rows: the page of 20 point reads (pages/reads.php) on backend "one" (the primary alone) and on backend "rep"
+ * (the same primary with replicas = [the replica]). First it checks both pages' bodies against bench_kv and warms
+ * every php-fpm worker on both; then measures the monitor's own reads in an idle interval (Com_select per second on
+ * each server with no page running). Then two phases, "idle" (nothing else runs) and "loaded" (REP_WRITERS writers,
+ * writer.php, straight on the primary on its CPU, from before the phase's first run to after its last). In each
+ * phase, rows alternate round after round: ab -c REP_WORKERS (php-fpm's workers all busy: the web host saturated)
+ * for req/s, then vegeta at a fixed rate (--rate, default half the lower req/s of the idle phase's ab runs; the same
+ * rate in both phases) for page p50 and p99. Around every run: Com_select on both servers (less the monitor's
+ * probes over the run's length) and tetherd's routed reads per host (/status.json). Any failed or non-200 request,
+ * or a wrong page, fails the run. Environment (run.sh): REP_PRIMARY_SOCKET, REP_REPLICA_SOCKET, REP_DB,
+ * REP_ADMIN_SOCKET, REP_URL, REP_WORKERS, REP_WRITERS, REP_PRIMARY_CPU; the report's BENCH_REPLICAS_*.
+ */
+
+const PAGE_READS = 20;
+const CHECK_ID = 42;
+const ROWS = ['one' => 'one server (the primary alone)', 'rep' => 'primary + replica (`replicas = [...]`)'];
+
+function fail(string $msg): never
+{
+    fwrite(STDERR, "bench/replicas/bench.php: $msg\n");
+    exit(1);
+}
+
+function env(string $name): string
+{
+    $v = getenv($name);
+    if ($v === false || $v === '') {
+        fail("environment variable $name is not set (run bench/replicas/run.sh)");
+    }
+    return $v;
+}
+
+function opt(array $argv, string $name, ?string $default = null): ?string
+{
+    $i = array_search("--$name", $argv, true);
+    return $i === false ? $default : ($argv[$i + 1] ?? fail("--$name needs a value"));
+}
+
+function say(string $msg): void
+{
+    fwrite(STDERR, "replicas bench: $msg\n");
+}
+
+/** Servers: root links to the primary and the replica over their Unix sockets, and tetherd's admin socket. */
+final class Servers
+{
+    public readonly mysqli $primary;
+    public readonly mysqli $replica;
+    /** @var array{primary: float, replica: float} the monitor's (and pools') own Com_select per second, idle */
+    public array $probeRate = ['primary' => 0.0, 'replica' => 0.0];
+
+    public function __construct()
+    {
+        $this->primary = new mysqli('localhost', 'root', '', env('REP_DB'), 0, env('REP_PRIMARY_SOCKET'));
+        $this->replica = new mysqli('localhost', 'root', '', env('REP_DB'), 0, env('REP_REPLICA_SOCKET'));
+    }
+
+    /** status returns the servers' counters and tetherd's routed reads per host of backend rep, at one moment. */
+    public function status(): array
+    {
+        $get = static function (mysqli $db): array {
+            $out = [];
+            $r = $db->query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_stmt_execute', 'Com_insert', 'Com_update')");
+            foreach ($r->fetch_all() as [$k, $v]) {
+                $out[strtolower($k)] = (int) $v;
+            }
+            return $out;
+        };
+        $hosts = [];
+        foreach (status_json()['pools'] ?? [] as $pool) {
+            if (($pool['backend'] ?? '') === 'rep' && empty($pool['retiring'])) {
+                foreach ($pool['topology']['hosts'] ?? [] as $h) {
+                    $who = str_contains($h['addr'], env('REP_REPLICA_SOCKET')) ? 'replica' : 'primary';
+                    $hosts[$who] = ['reads' => (int) $h['reads'], 'writes' => (int) $h['writes'], 'state' => $h['state'],
+                        'lag_seconds' => $h['lag_seconds'] ?? null];
+                }
+            }
+        }
+        return ['t' => hrtime(true), 'primary' => $get($this->primary), 'replica' => $get($this->replica), 'router' => $hosts];
+    }
+
+    /**
+     * served returns what happened between two status() readings: the reads each server served (Com_select delta less
+     * the idle probe rate over the interval), the raw deltas, tetherd's routed reads per host and the writes the
+     * primary committed (Com_insert + Com_update).
+     */
+    public function served(array $a, array $b): array
+    {
+        $secs = ($b['t'] - $a['t']) / 1e9;
+        $out = ['seconds' => $secs];
+        foreach (['primary', 'replica'] as $s) {
+            $sel = $b[$s]['com_select'] - $a[$s]['com_select'];
+            $out[$s] = [
+                'com_select' => $sel,
+                'com_stmt_execute' => $b[$s]['com_stmt_execute'] - $a[$s]['com_stmt_execute'],
+                'reads' => max(0, (int) round($sel - $this->probeRate[$s] * $secs)),
+                'routed' => isset($a['router'][$s], $b['router'][$s]) ? $b['router'][$s]['reads'] - $a['router'][$s]['reads'] : null,
+                'state' => $b['router'][$s]['state'] ?? null,
+            ];
+        }
+        $out['primary_writes'] = ($b['primary']['com_insert'] + $b['primary']['com_update'])
+            - ($a['primary']['com_insert'] + $a['primary']['com_update']);
+        return $out;
+    }
+}
+
+/** status_json returns tetherd's /status.json, over its admin socket. */
+function status_json(): array
+{
+    $ch = curl_init('http://tetherd/status.json');
+    curl_setopt_array($ch, [CURLOPT_UNIX_SOCKET_PATH => env('REP_ADMIN_SOCKET'), CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 10]);
+    $body = curl_exec($ch);
+    if ($body === false || curl_getinfo($ch, CURLINFO_RESPONSE_CODE) !== 200) {
+        fail('GET /status.json on tetherd\'s admin socket failed: ' . curl_error($ch));
+    }
+    return json_decode((string) $body, true, 512, JSON_THROW_ON_ERROR);
+}
+
+/** run_cmd runs $cmd to its end; returns its exit code, stdout and stderr. */
+function run_cmd(array $cmd): array
+{
+    $p = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes)
+        ?: fail("cannot start {$cmd[0]}");
+    $out = stream_get_contents($pipes[1]);
+    $err = stream_get_contents($pipes[2]);
+    return [proc_close($p), $out, $err];
+}
+
+/** run_ab runs ab -n N -c C on $url (keep-alive); returns req/s and counts; fails on any failed or non-2xx request. */
+function run_ab(string $url, int $n, int $c): array
+{
+    [$rc, $out, $err] = run_cmd(['ab', '-q', '-k', '-n', (string) $n, '-c', (string) $c, '-s', '60', $url]);
+    $get = static fn (string $re): ?string => preg_match($re, $out, $m) ? $m[1] : null;
+    $done = $get('/^Complete requests:\s+(\d+)/m');
+    $r = ['n' => $n, 'c' => $c, 'complete' => (int) $done, 'failed' => (int) $get('/^Failed requests:\s+(\d+)/m'),
+        'non2xx' => (int) ($get('/^Non-2xx responses:\s+(\d+)/m') ?? 0),
+        'seconds' => (float) $get('/^Time taken for tests:\s+([\d.]+)/m'),
+        'rps' => (float) $get('/^Requests per second:\s+([\d.]+)/m')];
+    if ($done === null || $r['complete'] !== $n || $r['failed'] !== 0 || $r['non2xx'] !== 0) {
+        fail("ab -n $n -c $c $url: exit $rc, {$r['complete']} complete, {$r['failed']} failed, {$r['non2xx']} non-2xx\n$out\n$err");
+    }
+    return $r;
+}
+
+/**
+ * run_rate sends requests to $url at $rate a second for $seconds, each on a new connection, with vegeta (an open
+ * loop: a slow answer does not delay the next request; latency is timed from when each was due), as
+ * bench/web/twohost.php's run_rate. Fails on any error or non-200 answer.
+ */
+function run_rate(string $url, int $rate, float $seconds): array
+{
+    $vegeta = dirname(__DIR__, 2) . '/bin/vegeta';
+    $targets = tempnam(sys_get_temp_dir(), 'tether-replicas-targets.');
+    $bin = tempnam(sys_get_temp_dir(), 'tether-replicas-vegeta.');
+    file_put_contents($targets, "GET $url\n");
+    [$rc, $out, $err] = run_cmd([$vegeta, 'attack', '-targets', $targets, '-rate', "$rate/1s",
+        '-duration', sprintf('%dms', (int) ($seconds * 1000)), '-keepalive=false', '-timeout', '60s', '-output', $bin]);
+    unlink($targets);
+    if ($rc !== 0) {
+        unlink($bin);
+        fail("vegeta attack $url at $rate/s failed, exit $rc:\n$out\n$err");
+    }
+    $json = (string) shell_exec(escapeshellarg($vegeta) . ' report -type=json ' . escapeshellarg($bin));
+    unlink($bin);
+    $r = json_decode($json, true) ?: fail("vegeta report: $json");
+    $codes = $r['status_codes'] ?? [];
+    if (($codes['200'] ?? 0) !== $r['requests'] || ($r['errors'] ?? []) !== []) {
+        fail("vegeta $url at $rate/s: " . json_encode(['status_codes' => $codes, 'errors' => $r['errors'] ?? []]));
+    }
+    return ['rate' => $rate, 'n' => $r['requests'], 'p50_ms' => $r['latencies']['50th'] / 1e6,
+        'p99_ms' => $r['latencies']['99th'] / 1e6, 'mean_ms' => $r['latencies']['mean'] / 1e6,
+        'achieved_rate' => $r['rate']];
+}
+
+function page_url(string $row, string $extra = ''): string
+{
+    return env('REP_URL') . "/reads.php?b=$row&n=" . PAGE_READS . $extra;
+}
+
+/** check_page fails unless backend $row's page answers 200 with rows CHECK_ID .. CHECK_ID+19 as bench_kv has them. */
+function check_page(Servers $s, string $row): void
+{
+    $url = page_url($row, '&id=' . CHECK_ID);
+    $ch = curl_init($url);
+    curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 30]);
+    $body = (string) curl_exec($ch);
+    $status = curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
+    $want = '';
+    $r = $s->primary->query(sprintf('SELECT id, name, score, created FROM bench_kv WHERE id BETWEEN %d AND %d ORDER BY id',
+        CHECK_ID, CHECK_ID + PAGE_READS - 1));
+    foreach ($r->fetch_all(MYSQLI_ASSOC) as $kv) {
+        $want .= sprintf("%5d %-10s %3d %s\n", $kv['id'], $kv['name'], $kv['score'], $kv['created']);
+    }
+    if ($status !== 200 || $body !== $want) {
+        fail("$url answered $status:\n$body\nwant:\n$want");
+    }
+}
+
+/** Writers: REP_WRITERS writer.php processes on the primary's CPU, straight on the primary. */
+final class Writers
+{
+    /** @var list<array{0: resource, 1: array}> */
+    private array $procs = [];
+
+    public function start(int $n): void
+    {
+        for ($i = 0; $i < $n; $i++) {
+            $p = proc_open(['taskset', '-c', env('REP_PRIMARY_CPU'), 'php', __DIR__ . '/writer.php', env('REP_PRIMARY_SOCKET'),
+                env('REP_DB'), (string) $i], [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes)
+                ?: fail('cannot start writer.php');
+            $this->procs[] = [$p, $pipes];
+        }
+    }
+
+    /** stop sends SIGTERM to each writer and returns the statements each ran; fails if one died or failed. */
+    public function stop(): int
+    {
+        $total = 0;
+        foreach ($this->procs as [$p, $pipes]) {
+            $st = proc_get_status($p);
+            if (!$st['running']) {
+                fail('a writer exited during the phase: ' . stream_get_contents($pipes[2]) . stream_get_contents($pipes[1]));
+            }
+            // taskset execs php: the pid is the writer's.
+            posix_kill($st['pid'], SIGTERM);
+        }
+        foreach ($this->procs as [$p, $pipes]) {
+            $out = stream_get_contents($pipes[1]);
+            $err = stream_get_contents($pipes[2]);
+            $rc = proc_close($p);
+            $r = json_decode(trim($out), true);
+            if ($rc !== 0 || !is_array($r)) {
+                fail("a writer failed (exit $rc): $out $err");
+            }
+            $total += $r['statements'];
+        }
+        $this->procs = [];
+        return $total;
+    }
+
+    public function __destruct()
+    {
+        foreach ($this->procs as [$p]) {
+            $st = proc_get_status($p);
+            if ($st['running']) {
+                posix_kill($st['pid'], SIGTERM);
+            }
+            proc_close($p);
+        }
+    }
+}
+
+/** measure runs $fn between two status() readings and returns its result with what the servers served meanwhile. */
+function measure(Servers $s, callable $fn): array
+{
+    $a = $s->status();
+    $r = $fn();
+    $b = $s->status();
+    return $r + ['served' => $s->served($a, $b)];
+}
+
+function run(array $argv): int
+{
+    $quick = in_array('--quick', $argv, true);
+    $seconds = (float) opt($argv, 'seconds', $quick ? '1' : '4');
+    $rounds = (int) opt($argv, 'rounds', $quick ? '1' : '2');
+    $rateOpt = opt($argv, 'rate');
+    $workers = (int) env('REP_WORKERS');
+    $nWriters = (int) env('REP_WRITERS');
+    $out = opt($argv, 'out') ?? fail('--out FILE needed');
+    $s = new Servers();
+
+    foreach (array_keys(ROWS) as $row) {
+        check_page($s, $row);
+    }
+    say('both pages answer the right rows; warming every worker on both backends');
+    foreach (array_keys(ROWS) as $row) {
+        run_ab(page_url($row), $workers * 10, $workers);
+    }
+    // The monitor's probes (and anything else the servers see with no page running), per second on each server.
+    $idle = $quick ? 2.0 : 5.0;
+    $a = $s->status();
+    usleep((int) ($idle * 1e6));
+    $b = $s->status();
+    $secs = ($b['t'] - $a['t']) / 1e9;
+    foreach (['primary', 'replica'] as $who) {
+        $s->probeRate[$who] = ($b[$who]['com_select'] - $a[$who]['com_select']) / $secs;
+    }
+    say(sprintf('idle Com_select: primary %.1f/s, replica %.1f/s (the monitor\'s probes; subtracted)', $s->probeRate['primary'], $s->probeRate['replica']));
+
+    // The request count of an ab run: from a short run of each row, so that a run lasts about $seconds.
+    $n = [];
+    foreach (array_keys(ROWS) as $row) {
+        $probe = run_ab(page_url($row), $workers * 5, $workers);
+        $n[$row] = max($workers * 5, (int) ($probe['rps'] * $seconds));
+    }
+
+    $result = ['quick' => $quick, 'seconds' => $seconds, 'rounds' => $rounds, 'workers' => $workers,
+        'writers' => $nWriters, 'probe_rate' => $s->probeRate, 'phases' => []];
+    $rate = $rateOpt === null ? null : (int) $rateOpt;
+    foreach (['idle', 'loaded'] as $phase) {
+        $writers = new Writers();
+        $ph = ['ab' => [], 'rate' => []];
+        $t0 = $s->status();
+        if ($phase === 'loaded') {
+            say("loaded phase: starting $nWriters writers on the primary's CPU");
+            $writers->start($nWriters);
+            usleep(2_000_000);
+        }
+        for ($round = 0; $round < $rounds; $round++) {
+            foreach (array_keys(ROWS) as $row) {
+                say("$phase, round " . ($round + 1) . ": $row, ab -c $workers -n {$n[$row]}");
+                $ph['ab'][$row][] = measure($s, fn () => run_ab(page_url($row), $n[$row], $workers));
+            }
+        }
+        if ($rate === null) {
+            $min = min(array_map(static fn (array $runs): float => median(array_column($runs, 'rps')), $ph['ab']));
+            $rate = max(5, (int) round($min / 2));
+        }
+        for ($round = 0; $round < $rounds; $round++) {
+            foreach (array_keys(ROWS) as $row) {
+                say("$phase, round " . ($round + 1) . ": $row, vegeta at $rate/s for {$seconds}s");
+                $ph['rate'][$row][] = measure($s, fn () => run_rate(page_url($row), $rate, $seconds));
+            }
+        }
+        $t1 = $s->status();
+        if ($phase === 'loaded') {
+            $ph['writer_statements'] = $writers->stop();
+        }
+        $ph['whole'] = $s->served($t0, $t1);
+        $ph['rate_per_s'] = $rate;
+        $result['phases'][$phase] = $ph;
+    }
+    file_put_contents($out, json_encode($result, JSON_PRETTY_PRINT) . "\n");
+    return 0;
+}
+
+function median(array $v): float
+{
+    sort($v);
+    $c = count($v);
+    return $c === 0 ? NAN : ($c % 2 ? (float) $v[intdiv($c, 2)] : ($v[$c / 2 - 1] + $v[$c / 2]) / 2);
+}
+
+function fmt(?float $v, int $dec = 1): string
+{
+    return $v === null || is_nan($v) ? '-' : number_format($v, $dec, '.', ',');
+}
+
+/** share prints "N (P%)" of the reads the servers served in $runs: $who's part. */
+function reads_of(array $runs, string $who): array
+{
+    $sum = static fn (string $k): int => array_sum(array_map(static fn (array $r): int => (int) ($r['served'][$who][$k] ?? 0), $runs));
+    return ['reads' => $sum('reads'), 'routed' => $sum('routed')];
+}
+
+function report(string $file): int
+{
+    $r = json_decode((string) file_get_contents($file), true) ?: fail("cannot read $file");
+    $e = static fn (string $k): string => (string) getenv("BENCH_REPLICAS_$k");
+    $o = [];
+    $o[] = '### Replicas: a page of 20 reads on one server and on primary + replica (issue 21)';
+    $o[] = '';
+    $o[] = "Command: `{$e('CMD')}`; " . $e('DATE') . '. MariaDB ' . $e('MARIADB_VERSION') . ' GTID pair (scripts/lib/replicas.sh, semi-synchronous),'
+        . " tetherd max_conns {$e('POOL')} per host, PHP " . PHP_VERSION . ', nginx + php-fpm, the PHP client one call per read.';
+    $o[] = '';
+    $o[] = 'Placement: ' . $e('SETUP') . '.';
+    $o[] = '';
+    $o[] = "Rows in the same run, alternating ({$r['rounds']} round(s) each, {$r['seconds']} s a run; medians over rounds):"
+        . ' `one` is a backend of the primary alone, `rep` the same primary with `replicas = [the replica]`, in the same tetherd.'
+        . " req/s: `ab -k -c {$r['workers']}` (php-fpm's workers all busy). p50/p99: vegeta at a fixed rate, a new"
+        . ' connection a request (the same rate in both phases: half the lower idle req/s unless `--rate`). Reads served:'
+        . ' Com_select deltas counted on each server during the row\'s runs, less the monitor\'s probes (measured idle: '
+        . sprintf('%.1f/s on the primary, %.1f/s on the replica', $r['probe_rate']['primary'], $r['probe_rate']['replica'])
+        . '), with tetherd\'s routed reads (`/status.json` hosts[].reads, `rep` only) in brackets.';
+    $o[] = '';
+    if ($r['quick']) {
+        $o[] = '**Quick run (`--quick`): proves the command works; the numbers mean nothing.**';
+        $o[] = '';
+    }
+    $o[] = '| phase | backend | req/s saturated | p50 ms | p99 ms | at rate/s | reads served: primary | replica |';
+    $o[] = '|---|---|---|---|---|---|---|---|';
+    $med = [];
+    foreach ($r['phases'] as $phase => $ph) {
+        foreach (ROWS as $row => $label) {
+            $ab = $ph['ab'][$row];
+            $rt = $ph['rate'][$row];
+            $all = array_merge($ab, $rt);
+            $p = reads_of($all, 'primary');
+            $q = reads_of($all, 'replica');
+            $m = ['rps' => median(array_column($ab, 'rps')), 'p50' => median(array_column($rt, 'p50_ms')),
+                'p99' => median(array_column($rt, 'p99_ms'))];
+            $med[$phase][$row] = $m;
+            $pages = array_sum(array_column($ab, 'complete')) + array_sum(array_column($rt, 'n'));
+            $routed = static fn (array $x): string => $row === 'rep' ? sprintf(' [%s]', number_format($x['routed'])) : '';
+            $tot = max(1, $p['reads'] + $q['reads']);
+            $o[] = sprintf('| %s | %s | %s | %s | %s | %s | %s (%d%%)%s | %s (%d%%)%s |', $phase, $label, fmt($m['rps']),
+                fmt($m['p50'], 2), fmt($m['p99'], 2), fmt(median(array_column($rt, 'achieved_rate')), 1),
+                number_format($p['reads']), round(100 * $p['reads'] / $tot), $routed($p),
+                number_format($q['reads']), round(100 * $q['reads'] / $tot), $routed($q))
+                . ($pages * PAGE_READS !== 0 ? '' : '');
+            $med[$phase][$row]['expected_reads'] = $pages * PAGE_READS;
+        }
+    }
+    $o[] = '';
+    $o[] = 'Reads the pages made (pages x 20): ' . implode('; ', array_map(static fn (string $ph): string => "$ph "
+        . implode(', ', array_map(static fn (string $row): string => "$row " . number_format($med[$ph][$row]['expected_reads']), array_keys(ROWS))),
+        array_keys($med))) . ' (the servers\' counts above should match them, to within the probes\' noise).';
+    if (isset($r['phases']['loaded'])) {
+        $l = $r['phases']['loaded'];
+        $o[] = '';
+        $o[] = sprintf('Loaded phase: %d writers straight on the primary (INSERT of 20 rows, UPDATE of 20 rows, autocommit,'
+            . ' semi-synchronous), %s statements in %.0f s (%s writes/s committed on the primary, Com_insert + Com_update);'
+            . ' router states at its end: primary %s, replica %s.', $r['writers'], number_format($l['writer_statements']),
+            $l['whole']['seconds'], fmt($l['whole']['primary_writes'] / max(0.001, $l['whole']['seconds']), 0),
+            $l['whole']['primary']['state'] ?? '-', $l['whole']['replica']['state'] ?? '-');
+    }
+    $o[] = '';
+    $o[] = 'Ratios, `rep` over `one` in the same phase:';
+    $o[] = '';
+    $o[] = '| phase | req/s | p50 | p99 |';
+    $o[] = '|---|---|---|---|';
+    foreach ($med as $phase => $m) {
+        $o[] = sprintf('| %s | %sx | %sx | %sx |', $phase, fmt($m['rep']['rps'] / max(0.001, $m['one']['rps']), 2),
+            fmt($m['rep']['p50'] / max(0.001, $m['one']['p50']), 2), fmt($m['rep']['p99'] / max(0.001, $m['one']['p99']), 2));
+    }
+    if (isset($med['loaded'], $med['idle'])) {
+        $o[] = '';
+        $o[] = sprintf('Loaded over idle, same backend: `one` p50 %sx, p99 %sx; `rep` p50 %sx, p99 %sx.',
+            fmt($med['loaded']['one']['p50'] / max(0.001, $med['idle']['one']['p50']), 2),
+            fmt($med['loaded']['one']['p99'] / max(0.001, $med['idle']['one']['p99']), 2),
+            fmt($med['loaded']['rep']['p50'] / max(0.001, $med['idle']['rep']['p50']), 2),
+            fmt($med['loaded']['rep']['p99'] / max(0.001, $med['idle']['rep']['p99']), 2));
+    }
+    $o[] = '';
+    $o[] = 'What this 2-CPU machine can and cannot show: the replica shares CPU 1 with the web host (tetherd, nginx,'
+        . ' php-fpm, ab, vegeta), so with the primary idle, moving the reads to the replica moves database work onto the'
+        . ' saturated web host\'s CPU: req/s on `rep` cannot exceed `one` here, whereas a replica on its own host adds'
+        . ' read capacity this machine does not have. What it does show is the loaded phase: the writers saturate CPU 0 with the'
+        . ' primary, and reads the replica serves do not queue behind them (the replica also applies the writes,'
+        . ' on CPU 1). The machine is shared with other work: numbers are rough; compare rows of this run only.'
+        . ' Load average (1 min) before: ' . $e('LOAD_BEFORE') . ', after: ' . $e('LOAD_AFTER') . '.';
+    echo implode("\n", $o), "\n";
+    return 0;
+}
+
+if (in_array('--report', $argv, true)) {
+    exit(report(opt($argv, 'report')));
+}
+exit(run($argv));
