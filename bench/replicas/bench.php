@@ -14,8 +14,8 @@ declare(strict_types=1);
  * each server with no page running). Then two phases, "idle" (nothing else runs) and "loaded" (REP_WRITERS writers,
  * writer.php, straight on the primary on its CPU, from before the phase's first run to after its last). In each
  * phase, rows alternate round after round: ab -c REP_WORKERS (php-fpm's workers all busy: the web host saturated)
- * for req/s, then vegeta at a fixed rate (--rate, default half the lower req/s of the idle phase's ab runs; the same
- * rate in both phases) for page p50 and p99. Around every run: Com_select on both servers (less the monitor's
+ * for req/s, then vegeta at a fixed rate (--rate, default half the lower req/s of the phase's ab runs: below both
+ * rows' saturation, so that the latency is the page's, not a queue's) for page p50 and p99. Around every run: Com_select on both servers (less the monitor's
  * probes over the run's length) and tetherd's routed reads per host (/status.json). Any failed or non-200 request,
  * or a wrong page, fails the run. Environment (run.sh): REP_PRIMARY_SOCKET, REP_REPLICA_SOCKET, REP_DB,
  * REP_ADMIN_SOCKET, REP_URL, REP_WORKERS, REP_WRITERS, REP_PRIMARY_CPU; the report's BENCH_REPLICAS_*.
@@ -70,7 +70,7 @@ final class Servers
     {
         $get = static function (mysqli $db): array {
             $out = [];
-            $r = $db->query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_stmt_execute', 'Com_insert', 'Com_update')");
+            $r = $db->query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_stmt_execute', 'Com_insert', 'Com_insert_select', 'Com_update')");
             foreach ($r->fetch_all() as [$k, $v]) {
                 $out[strtolower($k)] = (int) $v;
             }
@@ -108,8 +108,8 @@ final class Servers
                 'state' => $b['router'][$s]['state'] ?? null,
             ];
         }
-        $out['primary_writes'] = ($b['primary']['com_insert'] + $b['primary']['com_update'])
-            - ($a['primary']['com_insert'] + $a['primary']['com_update']);
+        $w = static fn (array $x): int => $x['com_insert'] + $x['com_insert_select'] + $x['com_update'];
+        $out['primary_writes'] = $w($b['primary']) - $w($a['primary']);
         return $out;
     }
 }
@@ -272,8 +272,8 @@ function measure(Servers $s, callable $fn): array
 function run(array $argv): int
 {
     $quick = in_array('--quick', $argv, true);
-    $seconds = (float) opt($argv, 'seconds', $quick ? '1' : '4');
-    $rounds = (int) opt($argv, 'rounds', $quick ? '1' : '2');
+    $seconds = (float) opt($argv, 'seconds', $quick ? '1' : '5');
+    $rounds = (int) opt($argv, 'rounds', $quick ? '1' : '3');
     $rateOpt = opt($argv, 'rate');
     $workers = (int) env('REP_WORKERS');
     $nWriters = (int) env('REP_WRITERS');
@@ -307,10 +307,10 @@ function run(array $argv): int
 
     $result = ['quick' => $quick, 'seconds' => $seconds, 'rounds' => $rounds, 'workers' => $workers,
         'writers' => $nWriters, 'probe_rate' => $s->probeRate, 'phases' => []];
-    $rate = $rateOpt === null ? null : (int) $rateOpt;
     foreach (['idle', 'loaded'] as $phase) {
         $writers = new Writers();
         $ph = ['ab' => [], 'rate' => []];
+        $rate = $rateOpt === null ? null : (int) $rateOpt;
         $t0 = $s->status();
         if ($phase === 'loaded') {
             say("loaded phase: starting $nWriters writers on the primary's CPU");
@@ -379,7 +379,7 @@ function report(string $file): int
     $o[] = "Rows in the same run, alternating ({$r['rounds']} round(s) each, {$r['seconds']} s a run; medians over rounds):"
         . ' `one` is a backend of the primary alone, `rep` the same primary with `replicas = [the replica]`, in the same tetherd.'
         . " req/s: `ab -k -c {$r['workers']}` (php-fpm's workers all busy). p50/p99: vegeta at a fixed rate, a new"
-        . ' connection a request (the same rate in both phases: half the lower idle req/s unless `--rate`). Reads served:'
+        . ' connection a request, at a rate below both rows\' saturation in that phase (half the lower req/s unless `--rate`), the same for both rows of a phase. Reads served:'
         . ' Com_select deltas counted on each server during the row\'s runs, less the monitor\'s probes (measured idle: '
         . sprintf('%.1f/s on the primary, %.1f/s on the replica', $r['probe_rate']['primary'], $r['probe_rate']['replica'])
         . '), with tetherd\'s routed reads (`/status.json` hosts[].reads, `rep` only) in brackets.';
@@ -419,8 +419,9 @@ function report(string $file): int
     if (isset($r['phases']['loaded'])) {
         $l = $r['phases']['loaded'];
         $o[] = '';
-        $o[] = sprintf('Loaded phase: %d writers straight on the primary (INSERT of 20 rows, UPDATE of 20 rows, autocommit,'
-            . ' semi-synchronous), %s statements in %.0f s (%s writes/s committed on the primary, Com_insert + Com_update);'
+        $o[] = sprintf('Loaded phase: %d writers straight on the primary (an INSERT of 20 rows, then its summary row recomputed'
+            . ' from its last 2,000 rows by INSERT ... SELECT; autocommit, semi-synchronous: bench/replicas/writer.php), %s statements in %.0f s'
+            . ' (%s write statements/s committed on the primary: Com_insert + Com_insert_select + Com_update);'
             . ' router states at its end: primary %s, replica %s.', $r['writers'], number_format($l['writer_statements']),
             $l['whole']['seconds'], fmt($l['whole']['primary_writes'] / max(0.001, $l['whole']['seconds']), 0),
             $l['whole']['primary']['state'] ?? '-', $l['whole']['replica']['state'] ?? '-');

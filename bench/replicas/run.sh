@@ -10,8 +10,8 @@
 # saturation (vegeta, as bench/web/twohost.php), and the reads each server served during the row, counted on the
 # servers (Com_select deltas from SHOW GLOBAL STATUS, less the monitor's own probes measured in an idle interval)
 # with tetherd's own routed-read counters (/status.json pools[].topology.hosts[].reads) as a cross-check. The loaded
-# phase runs 4 writers (bench/replicas/writer.php: INSERT batches and UPDATEs, autocommit) straight on the primary
-# for the whole phase and reports the writes the primary committed meanwhile.
+# phase runs 4 writers (bench/replicas/writer.php: INSERTs of 20 rows and a summary row recomputed from 2,000 rows,
+# autocommit) straight on the primary for the whole phase and reports the writes the primary committed meanwhile.
 #
 # Placement on this 2-CPU machine (taskset; the output says it again): CPU 0 the primary and the writers; CPU 1 the
 # replica, the web host (nginx, php-fpm, tetherd) and the load generators (ab, vegeta). So the replica competes
@@ -22,8 +22,8 @@
 #   --quick / BENCH_QUICK=1   short runs (make test): every page checked, every row run end to end; no timing asserted
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- replicas-bench:start --> and
 #                             <!-- replicas-bench:end --> in docs/benchmarks.md (refused with --quick)
-#   after --, options for bench.php: --seconds S (4; each measured run), --rate R (page/s for the latency runs;
-#                             default half the lower saturated req/s of the idle phase), --rounds N (2; rows alternate)
+#   after --, options for bench.php: --seconds S (5; each measured run), --rate R (page/s for the latency runs;
+#                             default per phase: half the lower saturated req/s of its two rows), --rounds N (3; rows alternate)
 #
 # Environment (all optional): BENCH_REPLICAS_MARIADB_PORT (23780, the first port tried for the primary; the replica
 # takes the next free one), BENCH_REPLICAS_NGINX_PORT (23790), BENCH_REPLICAS_WRITERS (4), BENCH_REPLICAS_FPM_CHILDREN
@@ -120,6 +120,7 @@ SELECT n, CONCAT('name-', n), (n * 7919) % 1000, TIMESTAMP '2026-01-01 00:00:00'
 ANALYZE TABLE bench_kv;
 CREATE TABLE bench_w (id BIGINT AUTO_INCREMENT PRIMARY KEY, writer INT NOT NULL, v INT NOT NULL,
   pad VARCHAR(200) NOT NULL, KEY (writer, v)) ENGINE=InnoDB;
+CREATE TABLE bench_w_sum (writer INT PRIMARY KEY, n INT NOT NULL, bytes BIGINT NOT NULL) ENGINE=InnoDB;
 SQL
 mariadb_pair_wait 30
 
