@@ -27,7 +27,8 @@
 #
 # Environment (all optional): BENCH_REPLICAS_MARIADB_PORT (23780, the first port tried for the primary; the replica
 # takes the next free one), BENCH_REPLICAS_NGINX_PORT (23790), BENCH_REPLICAS_WRITERS (4), BENCH_REPLICAS_FPM_CHILDREN
-# (16), BENCH_REPLICAS_POOL (tetherd's max_conns per host, 8).
+# (16), BENCH_REPLICAS_POOL (tetherd's max_conns per host: php-fpm's workers, so that a saturated run measures the
+# servers, not a wait for a connection; acquire_timeout is 30s either way).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -50,7 +51,7 @@ PRIMARY_CPU=0
 OTHER_CPU=1
 WRITERS=${BENCH_REPLICAS_WRITERS:-4}
 FPM_CHILDREN=${BENCH_REPLICAS_FPM_CHILDREN:-16}
-POOL=${BENCH_REPLICAS_POOL:-8}
+POOL=${BENCH_REPLICAS_POOL:-$FPM_CHILDREN}
 DB=$TETHER_DB_NAME
 
 apt_install_missing "replicas bench" php8.2-cli php8.2-fpm php8.2-mysql php8.2-msgpack php8.2-curl nginx apache2-utils \
@@ -161,12 +162,14 @@ level = "warn"
 type = "mysql"
 dsn = "$TETHER_TEST_MYSQL_PRIMARY_DSN"
 max_conns = $POOL
+acquire_timeout = "30s"
 
 [backends.rep]
 type = "mysql"
 dsn = "$TETHER_TEST_MYSQL_PRIMARY_DSN"
 replicas = ["$TETHER_TEST_MYSQL_REPLICA_DSN"]
 max_conns = $POOL
+acquire_timeout = "30s"
 max_replica_lag = "10s"
 monitor_interval = "1s"
 EOF
