@@ -409,15 +409,16 @@ env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_D
 grep -qF '| one read: Tether req/s over mysqli connect per request |' "$TEST_DIR/twohost-bench-quick.md" ||
 	die "bench/web/twohost.sh --quick printed no targets (see $TEST_DIR/twohost-bench-quick.md)"
 
-# Issue 21's benchmark rows: its own MariaDB GTID pair (ports from 23780), tetherd, nginx and php-fpm; both pages'
+# Issue 21's benchmark rows: its own MariaDB and PostgreSQL pairs (ports from 23780 and 23785), tetherd, nginx and php-fpm; both pages'
 # bodies checked, any failed request fails; timings are not asserted.
 step "replicas bench (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
 	-u MARIADB_PRIMARY_PID -u MARIADB_REPLICA_PID -u PG_PRIMARY_PID -u PG_REPLICA_PID \
 	bash bench/replicas/run.sh --quick >"$TEST_DIR/replicas-bench-quick.md" 2>"$TEST_DIR/replicas-bench-quick.log" ||
 	{ tail_file "$TEST_DIR/replicas-bench-quick.log"; die "bench/replicas/run.sh --quick failed"; }
-grep -q '^| loaded | primary + replica' "$TEST_DIR/replicas-bench-quick.md" ||
-	die "bench/replicas/run.sh --quick printed no loaded row (see $TEST_DIR/replicas-bench-quick.md)"
+grep -q '^| PostgreSQL | loaded | primary + replica' "$TEST_DIR/replicas-bench-quick.md" ||
+	die "bench/replicas/run.sh --quick printed no loaded PostgreSQL row (see $TEST_DIR/replicas-bench-quick.md)"
 
 # --- 13 --------------------------------------------------------------------------------------------------------
 # The application pages (WordPress, Laravel), native and through Tether: its own throwaway MariaDB, tetherd and web

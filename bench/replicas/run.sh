@@ -3,12 +3,14 @@
 # PHP client, as bench/web) on a MariaDB backend of one server (the primary alone) and on the same backend with
 # `replicas = [the replica]` (a GTID pair from scripts/lib/replicas.sh, semi-synchronous), both backends in one
 # tetherd so that their rows run in the same minute; first with the primary idle, then while writers keep it busy.
+# Then the same on PostgreSQL (a streaming pair, pg_basebackup -R, asynchronous): backends pone and prep.
 #
 #   bash bench/replicas/run.sh [--quick] [--write] [-- bench.php options]
 #
 # Per row: req/s with the web host saturated (ab -c = php-fpm's workers), page p50 and p99 at a fixed rate below
 # saturation (vegeta, as bench/web/twohost.php), and the reads each server served during the row, counted on the
-# servers (Com_select deltas from SHOW GLOBAL STATUS, less the monitor's own probes measured in an idle interval)
+# servers (MariaDB: Com_select deltas from SHOW GLOBAL STATUS, less the monitor's own probes measured in an idle
+# interval; PostgreSQL: the page's statement's calls in pg_stat_statements, which the probes never run)
 # with tetherd's own routed-read counters (/status.json pools[].topology.hosts[].reads) as a cross-check. The loaded
 # phase runs 4 writers (bench/replicas/writer.php: INSERTs of 20 rows and a summary row recomputed from 2,000 rows,
 # autocommit) straight on the primary for the whole phase and reports the writes the primary committed meanwhile.
@@ -22,11 +24,11 @@
 #   --quick / BENCH_QUICK=1   short runs (make test): every page checked, every row run end to end; no timing asserted
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- replicas-bench:start --> and
 #                             <!-- replicas-bench:end --> in docs/benchmarks.md (refused with --quick)
-#   after --, options for bench.php: --seconds S (5; each measured run), --rate R (page/s for the latency runs;
+#   after --, options for bench.php: --dbs mariadb,postgres (both), --seconds S (5; each measured run), --rate R (page/s for the latency runs;
 #                             default per phase: half the lower saturated req/s of its two rows), --rounds N (3; rows alternate)
 #
 # Environment (all optional): BENCH_REPLICAS_MARIADB_PORT (23780, the first port tried for the primary; the replica
-# takes the next free one), BENCH_REPLICAS_NGINX_PORT (23790), BENCH_REPLICAS_WRITERS (4), BENCH_REPLICAS_FPM_CHILDREN
+# takes the next free one), BENCH_REPLICAS_PG_PORT (23785, the same for PostgreSQL), BENCH_REPLICAS_NGINX_PORT (23790), BENCH_REPLICAS_WRITERS (4), BENCH_REPLICAS_FPM_CHILDREN
 # (16), BENCH_REPLICAS_POOL (tetherd's max_conns per host: php-fpm's workers, so that a saturated run measures the
 # servers, not a wait for a connection; acquire_timeout is 30s either way).
 set -euo pipefail
@@ -55,7 +57,7 @@ POOL=${BENCH_REPLICAS_POOL:-$FPM_CHILDREN}
 DB=$TETHER_DB_NAME
 
 apt_install_missing "replicas bench" php8.2-cli php8.2-fpm php8.2-mysql php8.2-msgpack php8.2-curl nginx apache2-utils \
-	mariadb-server curl util-linux
+	php8.2-pgsql mariadb-server postgresql curl util-linux
 command -v go >/dev/null || die "go is not installed"
 (($(nproc) >= 2)) || die "the replicas bench pins the primary and the replica apart: it needs 2 CPUs; this machine has $(nproc)"
 
@@ -70,6 +72,7 @@ stop_all() {
 	[[ -n "$TETHERD_PID" ]] && { log "tetherd: stopping pid $TETHERD_PID"; stop_pid "$TETHERD_PID" tetherd 15; }
 	NGINX_PID='' FPM_PID='' TETHERD_PID=''
 	stop_mariadb_pair
+	stop_postgres_pair
 }
 bench_trap stop_all
 
@@ -80,6 +83,7 @@ if [[ -e "$RP" || -L "$RP" ]]; then
 	stop_leftover "$RP" mariadb/replica/mysqld.pid mariadbd
 	stop_leftover "$RP" mariadb/primary/mysqld.pid mariadbd
 	clean_db_dir "$RP/mariadb"
+	clean_db_dir "$RP/pg"
 	remove_workdir "$RP" tether-replicas
 fi
 make_workdir "$RP" tether-replicas "replicas bench" www-data
@@ -125,6 +129,29 @@ CREATE TABLE bench_w_sum (writer INT PRIMARY KEY, n INT NOT NULL, bytes BIGINT N
 SQL
 mariadb_pair_wait 30
 
+# pg_stat_statements counts each statement's executions as they end, on the primary and on the standby (which
+# copies this postgresql.conf): the reads each server served. pg_stat_user_tables would flush a backend's counts
+# only once it has been idle for 10 s.
+TETHER_PG_CONF="shared_preload_libraries = 'pg_stat_statements'
+${TETHER_PG_CONF:-}" TETHER_REPLICA_PG_PORT=${BENCH_REPLICAS_PG_PORT:-23785} start_postgres_pair "$RP/pg"
+# The postmaster forks a backend per connection: pinning it (and what runs already) pins every later backend.
+pin "$PRIMARY_CPU" "$PG_PRIMARY_PID"
+pin "$OTHER_CPU" "$PG_REPLICA_PID"
+log "replicas bench: PostgreSQL primary (pid $PG_PRIMARY_PID) on CPU $PRIMARY_CPU, replica (pid $PG_REPLICA_PID) on CPU $OTHER_CPU"
+_rep_psql "$PG_PRIMARY_SOCKET_DIR" "$PG_PRIMARY_PORT" "$DB" >/dev/null <<SQL || die "loading the PostgreSQL tables failed"
+CREATE EXTENSION pg_stat_statements;
+CREATE TABLE bench_kv (id int PRIMARY KEY, name varchar(64), score int, created timestamp);
+INSERT INTO bench_kv
+SELECT n, 'name-' || n, (n * 7919) % 1000, timestamp '2026-01-01 00:00:00' - n * interval '1 minute'
+FROM generate_series(1, 10000) AS n;
+ANALYZE bench_kv;
+ALTER TABLE bench_kv OWNER TO "$TETHER_DB_USER";
+CREATE TABLE bench_w (id bigserial PRIMARY KEY, writer int NOT NULL, v int NOT NULL, pad varchar(200) NOT NULL);
+CREATE INDEX ON bench_w (writer, v);
+CREATE TABLE bench_w_sum (writer int PRIMARY KEY, n int NOT NULL, bytes bigint NOT NULL);
+SQL
+postgres_pair_wait 30
+
 # ---------------------------------------------------------------------------------------------------------------
 # The web host on CPU 1: tetherd (two backends over the same primary), php-fpm, nginx
 
@@ -148,7 +175,8 @@ EOF
 chmod -R a+rX "$WWW"
 
 cat >"$RP/tetherd/tetherd.toml" <<EOF
-# Written by bench/replicas/run.sh: the same primary as a backend of one server (one) and with its replica (rep).
+# Written by bench/replicas/run.sh: the same primary as a backend of one server (one; PostgreSQL pone) and with its
+# replica (rep; PostgreSQL prep).
 [server]
 socket = "$TETHER_SOCKET"
 socket_mode = "0660"
@@ -172,8 +200,23 @@ max_conns = $POOL
 acquire_timeout = "30s"
 max_replica_lag = "10s"
 monitor_interval = "1s"
+
+[backends.pone]
+type = "postgres"
+dsn = "$TETHER_TEST_POSTGRES_PRIMARY_DSN"
+max_conns = $POOL
+acquire_timeout = "30s"
+
+[backends.prep]
+type = "postgres"
+dsn = "$TETHER_TEST_POSTGRES_PRIMARY_DSN"
+replicas = ["$TETHER_TEST_POSTGRES_REPLICA_DSN"]
+max_conns = $POOL
+acquire_timeout = "30s"
+max_replica_lag = "10s"
+monitor_interval = "1s"
 EOF
-log "tetherd: on CPU $OTHER_CPU, backends one (the primary) and rep (primary + replica)"
+log "tetherd: on CPU $OTHER_CPU, backends one/pone (the primary) and rep/prep (primary + replica)"
 taskset -c "$OTHER_CPU" bin/tetherd -config "$RP/tetherd/tetherd.toml" </dev/null >"$RP/tetherd/tetherd.log" 2>&1 &
 TETHERD_PID=$!
 echo "$TETHERD_PID" >"$RP/tetherd/tetherd.pid"
@@ -202,7 +245,8 @@ await nginx "$NGINX_PID" "$RP/nginx/error.log" 30 curl -fsS -o /dev/null "http:/
 log "replicas bench: running bench/replicas/bench.php$([[ "$QUICK" == 1 ]] && echo " (quick)")"
 rc=0
 REP_PRIMARY_SOCKET=$MARIADB_PRIMARY_SOCKET REP_REPLICA_SOCKET=$MARIADB_REPLICA_SOCKET REP_DB=$DB \
-	REP_PRIMARY_DSN_ADDR="$MARIADB_PRIMARY_SOCKET" REP_ADMIN_SOCKET=$ADMIN_SOCKET REP_URL="http://127.0.0.1:$NGINX_PORT" \
+	REP_PG_PRIMARY_DSN="$TETHER_TEST_POSTGRES_PRIMARY_ADMIN_DSN" REP_PG_REPLICA_DSN="$TETHER_TEST_POSTGRES_REPLICA_ADMIN_DSN" \
+	REP_PG_REPLICA_SOCKET_DIR="$PG_REPLICA_SOCKET_DIR" REP_ADMIN_SOCKET=$ADMIN_SOCKET REP_URL="http://127.0.0.1:$NGINX_PORT" \
 	REP_WORKERS=$FPM_CHILDREN REP_WRITERS=$WRITERS REP_PRIMARY_CPU=$PRIMARY_CPU \
 	bench_run_bg taskset -c "$OTHER_CPU" php -d memory_limit=512M bench/replicas/bench.php --out "$RP/results/run.json" \
 	"${QUICK_ARGS[@]}" "${BENCH_ARGS[@]}" || rc=$?
@@ -217,8 +261,9 @@ export BENCH_REPLICAS_CMD BENCH_REPLICAS_DATE=$BENCH_DATE BENCH_REPLICAS_LOAD_BE
 BENCH_REPLICAS_CMD=$(bench_cmd bench/replicas/run.sh)
 BENCH_REPLICAS_LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
 BENCH_REPLICAS_MARIADB_VERSION=$(mariadb_version)
-export BENCH_REPLICAS_LOAD_AFTER BENCH_REPLICAS_MARIADB_VERSION
-export BENCH_REPLICAS_SETUP="CPU $PRIMARY_CPU: the primary mariadbd and the $WRITERS writers (loaded phase); CPU $OTHER_CPU: the replica mariadbd, tetherd, nginx, php-fpm (pm = static, $FPM_CHILDREN workers), ab, vegeta and the driver; pinned with taskset"
+BENCH_REPLICAS_PG_VERSION=$(postgres_version)
+export BENCH_REPLICAS_LOAD_AFTER BENCH_REPLICAS_MARIADB_VERSION BENCH_REPLICAS_PG_VERSION
+export BENCH_REPLICAS_SETUP="CPU $PRIMARY_CPU: the primaries (mariadbd; postgres and its backends) and the $WRITERS writers (loaded phases); CPU $OTHER_CPU: the replicas, tetherd, nginx, php-fpm (pm = static, $FPM_CHILDREN workers), ab, vegeta and the driver; pinned with taskset"
 export BENCH_REPLICAS_POOL=$POOL
 stop_all
 warn_logged "$RP/tetherd/tetherd.log"

@@ -12,17 +12,28 @@ declare(strict_types=1);
  * replica as much to do, which on this 2-CPU machine keeps the replica's CPU, shared with the web host, for reads.
  * Prints the statements it ran on exit.
  *
- *   php writer.php SOCKET DB WRITER_NUMBER
+ *   php writer.php mariadb SOCKET DB WRITER_NUMBER
+ *   php writer.php postgres CONNINFO - WRITER_NUMBER    (the same statements in PostgreSQL's dialect)
  */
 
-[$_, $socket, $db, $n] = $argv + [null, null, null, null];
+[$_, $kind, $where, $db, $n] = $argv + [null, null, null, null, null];
 $n = (int) $n;
 $stop = false;
 pcntl_async_signals(true);
 pcntl_signal(SIGTERM, static function () use (&$stop): void {
     $stop = true;
 });
-$my = new mysqli('localhost', 'root', '', $db, 0, $socket);
+if ($kind === 'postgres') {
+    $pg = pg_connect($where) ?: throw new RuntimeException("pg_connect $where failed");
+    $q = static fn (string $sql) => pg_query($pg, $sql) ?: throw new RuntimeException(pg_last_error($pg));
+    $sum = 'INSERT INTO bench_w_sum (writer, n, bytes) SELECT writer, count(*), sum(length(pad)) FROM bench_w
+        WHERE writer = %d AND v >= %d GROUP BY writer ON CONFLICT (writer) DO UPDATE SET n = EXCLUDED.n, bytes = EXCLUDED.bytes';
+} else {
+    $my = new mysqli('localhost', 'root', '', $db, 0, $where);
+    $q = static fn (string $sql) => $my->query($sql);
+    $sum = 'INSERT INTO bench_w_sum (writer, n, bytes) SELECT writer, COUNT(*), SUM(LENGTH(pad)) FROM bench_w
+        WHERE writer = %d AND v >= %d GROUP BY writer ON DUPLICATE KEY UPDATE n = VALUES(n), bytes = VALUES(bytes)';
+}
 $pad = str_repeat('w', 150);
 $stmts = 0;
 for ($round = 0; !$stop; $round++) {
@@ -30,9 +41,8 @@ for ($round = 0; !$stop; $round++) {
     for ($i = 0; $i < 20; $i++) {
         $values[] = sprintf("(%d, %d, '%s')", $n, $round * 20 + $i, $pad);
     }
-    $my->query('INSERT INTO bench_w (writer, v, pad) VALUES ' . implode(', ', $values));
-    $my->query(sprintf('INSERT INTO bench_w_sum (writer, n, bytes) SELECT writer, COUNT(*), SUM(LENGTH(pad)) FROM bench_w
-        WHERE writer = %d AND v >= %d GROUP BY writer ON DUPLICATE KEY UPDATE n = VALUES(n), bytes = VALUES(bytes)', $n, $round * 20 - 2000));
+    $q('INSERT INTO bench_w (writer, v, pad) VALUES ' . implode(', ', $values));
+    $q(sprintf($sum, $n, $round * 20 - 2000));
     $stmts += 2;
 }
 echo json_encode(['writer' => $n, 'statements' => $stmts]), "\n";
