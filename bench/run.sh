@@ -23,7 +23,7 @@ while (($#)); do
 		exit 0
 		;;
 	*)
-		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh, bench/apps/run.sh or bench/fanout/run.sh)" >&2
+		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh, bench/replicas/run.sh, bench/apps/run.sh or bench/fanout/run.sh)" >&2
 		exit 2
 		;;
 	esac

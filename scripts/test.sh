@@ -409,8 +409,8 @@ env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_D
 grep -qF '| one read: Tether req/s over mysqli connect per request |' "$TEST_DIR/twohost-bench-quick.md" ||
 	die "bench/web/twohost.sh --quick printed no targets (see $TEST_DIR/twohost-bench-quick.md)"
 
-# Issue 21's benchmark rows: its own MariaDB and PostgreSQL pairs (ports from 23780 and 23785), tetherd, nginx and php-fpm; both pages'
-# bodies checked, any failed request fails; timings are not asserted.
+# Issue 21's benchmark rows: its own MariaDB and PostgreSQL pairs (ports from 23780 and 23785), tetherd, nginx and
+# php-fpm; every page's body checked, any failed request fails; timings are not asserted.
 step "replicas bench (quick)"
 env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
 	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \

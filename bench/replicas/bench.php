@@ -9,15 +9,16 @@ declare(strict_types=1);
  *   php bench.php --report FILE
  *
  * The rows, per database: the page of 20 point reads (pages/reads.php) on backend "one" (the primary alone) and on
- * backend "rep" (the same primary with replicas = [the replica]); PostgreSQL's are "pone" and "prep". First it checks both pages' bodies against bench_kv and warms
- * every php-fpm worker on both; then measures the monitor's own reads in an idle interval (what each server counts
- * per second with no page running: MariaDB Com_select; PostgreSQL the page's statement in pg_stat_statements: 0). Then two phases, "idle" (nothing else runs) and "loaded" (REP_WRITERS writers,
- * writer.php, straight on the primary on its CPU, from before the phase's first run to after its last). In each
- * phase, rows alternate round after round: ab -c REP_WORKERS (php-fpm's workers all busy: the web host saturated)
- * for req/s, then vegeta at a fixed rate (--rate, default half the lower req/s of the phase's ab runs: below both
- * rows' saturation, so that the latency is the page's, not a queue's) for page p50 and p99. Around every run: Com_select on both servers (less the monitor's
- * probes over the run's length) and tetherd's routed reads per host (/status.json). Any failed or non-200 request,
- * or a wrong page, fails the run. Environment (run.sh): REP_PRIMARY_SOCKET, REP_REPLICA_SOCKET, REP_DB,
+ * backend "rep" (the same primary with replicas = [the replica]); PostgreSQL's are "pone" and "prep". First it checks
+ * both pages' bodies against bench_kv and warms every php-fpm worker on both; then measures the monitor's own reads in
+ * an idle interval (what each server counts per second with no page running: MariaDB Com_select; PostgreSQL the
+ * page's statement in pg_stat_statements: 0). Then two phases, "idle" (nothing else runs) and "loaded" (REP_WRITERS
+ * writers, writer.php, straight on the primary on its CPU, from before the phase's first run to after its last). In
+ * each phase, rows alternate round after round: ab -c REP_WORKERS (php-fpm's workers all busy: the web host
+ * saturated) for req/s, then vegeta at a fixed rate (--rate, default half the lower req/s of the phase's ab runs:
+ * below both rows' saturation, so that the latency is the page's, not a queue's) for page p50 and p99. Around every
+ * run: the read count on both servers (less the monitor's probes over the run's length) and tetherd's routed reads
+ * per host (/status.json). Any failed or non-200 request, or a wrong page, fails the run. Environment (run.sh): REP_PRIMARY_SOCKET, REP_REPLICA_SOCKET, REP_DB,
  * REP_PG_PRIMARY_DSN, REP_PG_REPLICA_DSN, REP_PG_REPLICA_SOCKET_DIR,
  * REP_ADMIN_SOCKET, REP_URL, REP_WORKERS, REP_WRITERS, REP_PRIMARY_CPU; the report's BENCH_REPLICAS_*.
  */

@@ -24,12 +24,13 @@
 #   --quick / BENCH_QUICK=1   short runs (make test): every page checked, every row run end to end; no timing asserted
 #   --write / BENCH_WRITE=1   also rewrite the section between <!-- replicas-bench:start --> and
 #                             <!-- replicas-bench:end --> in docs/benchmarks.md (refused with --quick)
-#   after --, options for bench.php: --dbs mariadb,postgres (both), --seconds S (5; each measured run), --rate R (page/s for the latency runs;
-#                             default per phase: half the lower saturated req/s of its two rows), --rounds N (3; rows alternate)
+#   after --, options for bench.php: --dbs mariadb,postgres (both), --seconds S (5; each measured run), --rate R
+#                             (page/s for the latency runs; default per phase: half the lower saturated req/s of its
+#                             two rows), --rounds N (3; rows alternate)
 #
 # Environment (all optional): BENCH_REPLICAS_MARIADB_PORT (23780, the first port tried for the primary; the replica
-# takes the next free one), BENCH_REPLICAS_PG_PORT (23785, the same for PostgreSQL), BENCH_REPLICAS_NGINX_PORT (23790), BENCH_REPLICAS_WRITERS (4), BENCH_REPLICAS_FPM_CHILDREN
-# (16), BENCH_REPLICAS_POOL (tetherd's max_conns per host: php-fpm's workers, so that a saturated run measures the
+# takes the next free one), BENCH_REPLICAS_PG_PORT (23785, the same for PostgreSQL), BENCH_REPLICAS_NGINX_PORT
+# (23790), BENCH_REPLICAS_WRITERS (4), BENCH_REPLICAS_FPM_CHILDREN (16), BENCH_REPLICAS_POOL (tetherd's max_conns per host: php-fpm's workers, so that a saturated run measures the
 # servers, not a wait for a connection; acquire_timeout is 30s either way).
 set -euo pipefail
 
