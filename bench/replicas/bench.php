@@ -433,8 +433,8 @@ function report(string $file): int
         $o[] = '**Quick run (`--quick`): proves the command works; the numbers mean nothing.**';
         $o[] = '';
     }
-    $o[] = '| database | phase | backend | req/s saturated | p50 ms | p99 ms | at rate/s | reads served: primary | replica |';
-    $o[] = '|---|---|---|---|---|---|---|---|---|';
+    $o[] = '| database | phase | backend | req/s saturated | p50 ms | p99 ms | at rate/s | p50 by round ms | reads served: primary | replica |';
+    $o[] = '|---|---|---|---|---|---|---|---|---|---|';
     $med = [];
     $notes = [];
     foreach ($r['dbs'] as $db => $d) {
@@ -452,8 +452,9 @@ function report(string $file): int
                 $med[$db][$phase][$row === array_key_first(DBS[$db]) ? 'one' : 'rep'] = $m;
                 $routed = static fn (array $x): string => $row === array_key_last(DBS[$db]) ? sprintf(' [%s]', number_format($x['routed'])) : '';
                 $tot = max(1, $p['reads'] + $q['reads']);
-                $o[] = sprintf('| %s | %s | %s | %s | %s | %s | %s | %s (%d%%)%s | %s (%d%%)%s |', $dbName[$db], $phase, $label,
+                $o[] = sprintf('| %s | %s | %s | %s | %s | %s | %s | %s | %s (%d%%)%s | %s (%d%%)%s |', $dbName[$db], $phase, $label,
                     fmt($m['rps']), fmt($m['p50'], 2), fmt($m['p99'], 2), fmt(median(array_column($rt, 'achieved_rate')), 1),
+                    implode(', ', array_map(static fn (float $v): string => fmt($v, 1), array_column($rt, 'p50_ms'))),
                     number_format($p['reads']), round(100 * $p['reads'] / $tot), $routed($p),
                     number_format($q['reads']), round(100 * $q['reads'] / $tot), $routed($q));
             }
@@ -506,7 +507,8 @@ function report(string $file): int
         . ' with the primary, and the reads the replica serves do not queue behind them (the replica applies the writes'
         . ' on CPU 1, a smaller share by the writers\' design). The latency rate of a loaded phase is lower than its idle'
         . ' one (below both rows\' saturation), so loaded-over-idle latency ratios compare pages at different rates.'
-        . ' The machine is shared with other work: numbers are rough; compare rows of this run only.'
+        . ' The machine is shared with other work: numbers are rough; compare rows of this run only, and round by round'
+        . ' (the rows of a round ran a few seconds apart): a round where both rows took seconds was a stall of the machine.'
         . ' Load average (1 min) before: ' . $e('LOAD_BEFORE') . ', after: ' . $e('LOAD_AFTER') . '.';
     echo implode("\n", $o), "\n";
     return 0;
