@@ -21,7 +21,8 @@ test:
 
 # bench runs all four benchmarks in bench/ (bench/run.sh), one after the other, each on its own throwaway servers:
 # the CLI round trips (bench/cli, ~2 min), the web pages under nginx and apache2 (bench/web, 20-30 min, as root), the
-# two-host model (bench/web/twohost.sh: databases 0.1 and 0.5 ms away over TLS, ~12 min, as root), the WordPress and
+# two-host model (bench/web/twohost.sh: databases 0.1 and 0.5 ms away over TLS, ~12 min, as root), the replicas
+# (bench/replicas/run.sh: a page of reads on one server and on primary + replica, ~6 min, as root), the WordPress and
 # Laravel pages (bench/apps, ~12 min, as root) and fan-out and join (bench/fanout, ~2 min): about
 # 45 minutes in all, markdown on stdout. BENCH_ARGS=--quick (~10 min) proves they run; BENCH_ARGS=--write also
 # records the results in docs/benchmarks.md. See docs/benchmarks.md.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh: the benchmark suite (`make bench`): the CLI benchmark (bench/cli/run.sh), the web-server
 # benchmark (bench/web/run.sh), the two-host model (bench/web/twohost.sh: the databases 0.1 and 0.5 ms away over
-# TLS), the application pages (bench/apps/run.sh: WordPress and Laravel, natively and
+# TLS), the replicas (bench/replicas/run.sh: a page of reads on one server and on primary + replica), the application pages (bench/apps/run.sh: WordPress and Laravel, natively and
 # through Tether), then the fan-out and join benchmark (bench/fanout/run.sh). See docs/benchmarks.md.
 #
 #   bash bench/run.sh [--quick] [--write]
@@ -23,7 +23,7 @@ while (($#)); do
 		exit 0
 		;;
 	*)
-		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh, bench/apps/run.sh or bench/fanout/run.sh)" >&2
+		echo "bench/run.sh: unknown argument $1 (--quick, --write; a suite's own options go to bench/cli/run.sh, bench/web/run.sh, bench/replicas/run.sh, bench/apps/run.sh or bench/fanout/run.sh)" >&2
 		exit 2
 		;;
 	esac
@@ -35,6 +35,8 @@ echo
 bash "$ROOT/bench/web/run.sh" "${args[@]}"
 echo
 bash "$ROOT/bench/web/twohost.sh" "${args[@]}"
+echo
+bash "$ROOT/bench/replicas/run.sh" "${args[@]}"
 echo
 bash "$ROOT/bench/apps/run.sh" "${args[@]}"
 echo

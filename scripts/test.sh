@@ -29,6 +29,8 @@
 # 11. bench        bench/cli/run.sh --quick: the benchmark command still runs end to end (no timing asserted)
 # 12. web bench    bench/web/run.sh --quick: every page under nginx + php-fpm and apache2 + mod_php answers as
 #                  expected and serves ab's load without a failed request (no timing asserted)
+#     replicas     bench/replicas/run.sh --quick: a page of 20 reads on one server and on primary + replica, idle
+#                  and with writers on the primary, end to end on its own MariaDB pair (no timing asserted)
 # 13. app bench    bench/apps/run.sh --quick: the WordPress and Laravel pages, native and through Tether, under both
 #                  web servers answer as expected without a failed request (no timing asserted)
 # 14. fanout bench bench/fanout/run.sh --quick: E5 (10 parallel upstream calls: Tether batch, curl_multi, fork) and
@@ -423,6 +425,17 @@ env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_D
 	{ tail_file "$TEST_DIR/twohost-bench-quick.log"; die "bench/web/twohost.sh --quick failed"; }
 grep -qF '| one read: Tether req/s over mysqli connect per request |' "$TEST_DIR/twohost-bench-quick.md" ||
 	die "bench/web/twohost.sh --quick printed no targets (see $TEST_DIR/twohost-bench-quick.md)"
+
+# Issue 21's benchmark rows: its own MariaDB and PostgreSQL pairs (ports from 23780 and 23785), tetherd, nginx and
+# php-fpm; every page's body checked, any failed request fails; timings are not asserted.
+step "replicas bench (quick)"
+env -u MARIADB_PID -u MARIADB_DIR -u MARIADB_SOCKET -u MARIADB_PORT -u MARIADB_DSN \
+	-u PG_PID -u PG_DIR -u PG_DATADIR -u PG_SOCKET_DIR -u PG_PORT -u PG_DSN \
+	-u MARIADB_PRIMARY_PID -u MARIADB_REPLICA_PID -u PG_PRIMARY_PID -u PG_REPLICA_PID \
+	bash bench/replicas/run.sh --quick >"$TEST_DIR/replicas-bench-quick.md" 2>"$TEST_DIR/replicas-bench-quick.log" ||
+	{ tail_file "$TEST_DIR/replicas-bench-quick.log"; die "bench/replicas/run.sh --quick failed"; }
+grep -q '^| PostgreSQL | loaded | primary + replica' "$TEST_DIR/replicas-bench-quick.md" ||
+	die "bench/replicas/run.sh --quick printed no loaded PostgreSQL row (see $TEST_DIR/replicas-bench-quick.md)"
 
 # --- 13 --------------------------------------------------------------------------------------------------------
 # The application pages (WordPress, Laravel), native and through Tether: its own throwaway MariaDB, tetherd and web
