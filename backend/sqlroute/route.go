@@ -1,6 +1,7 @@
 package sqlroute
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 // Submit routes req to a host's pool. Loop goroutine.
 func (r *Router) Submit(req *sqlpool.Request) {
 	if req.Tx != nil && req.Tx.Pool != nil {
+		req.State.Intercept = r.onTx
 		req.Tx.Pool.Submit(req)
 		return
 	}
@@ -123,6 +125,35 @@ func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 	resetOutcome(req)
 	r.waitForPrimary(req)
 	return true
+}
+
+// txAnswered is the Intercept of a statement of a transaction: one its host
+// refused as read-only (the host was demoted under the open transaction)
+// did not run, but the transaction cannot go on there: it is answered
+// tx_aborted, retryable (roll back and run the transaction again, on the
+// next primary), and the host gets no more writes until a later probe says
+// it takes them.
+func (r *Router) txAnswered(req *sqlpool.Request) bool {
+	if req.Err == nil || req.State.Abandoned || req.Kind == sqlpool.KindRollback || r.cfg.ReadOnlyRefusal == nil ||
+		!r.cfg.ReadOnlyRefusal(req.Err) {
+		return false
+	}
+	h := r.hostOf(req.Tx.Pool)
+	if h != nil {
+		h.demotedAt = time.Now()
+		if r.primary.Load() == h {
+			r.setPrimary(nil, fmt.Sprintf("%s refused a write as read-only: %v", h.Addr, req.Err))
+		}
+	}
+	code := ""
+	var te *tether.Error
+	if errors.As(req.Err, &te) {
+		code = te.BackendCode
+	}
+	req.Err = &tether.Error{Code: tether.CodeTxAborted, Retry: true, BackendCode: code, Err: req.Err,
+		Message: fmt.Sprintf("%s: %s turned read-only under the transaction (a failover): the statement did not run; "+
+			"roll the transaction back and run it again: it will run on the next primary", r.label, addrOf(h))}
+	return false
 }
 
 // replicaAnswered is the Intercept of a read sent to a replica: one the

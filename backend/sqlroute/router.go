@@ -107,9 +107,10 @@ type Router struct {
 	replicas []*host            // the replicas reads may go to now
 	next     int                // the replica the next read goes to, in turn
 	waiting  []*sqlpool.Request // what needs the primary while none takes writes
-	// onPrimary and onReplica are the Intercepts of requests sent to the
-	// primary and to a replica, bound once (no closure per request).
-	onPrimary, onReplica func(*sqlpool.Request) bool
+	// onPrimary, onReplica and onTx are the Intercepts of requests sent to
+	// the primary, to a replica and to a transaction's host, bound once (no
+	// closure per request).
+	onPrimary, onReplica, onTx func(*sqlpool.Request) bool
 
 	// Counters and the operators' view, read by Topology from any goroutine.
 	causalToPrimary, causalToReplica  atomic.Uint64
@@ -173,7 +174,7 @@ func New(cfg Config, hosts []Host) (*Router, error) {
 		cfg.Log = slog.Default()
 	}
 	r := &Router{cfg: cfg, log: cfg.Log, label: cfg.Type, stop: make(chan struct{})}
-	r.onPrimary, r.onReplica = r.primaryAnswered, r.replicaAnswered
+	r.onPrimary, r.onReplica, r.onTx = r.primaryAnswered, r.replicaAnswered, r.txAnswered
 	mh := make([]topology.Host, len(hosts))
 	for i, h := range hosts {
 		r.hosts = append(r.hosts, &host{Host: h, index: i, state: "unprobed"})
