@@ -289,8 +289,11 @@ func openFailover(t *testing.T, p *pair) (*mysql.Replicated, string) {
 
 // promote makes the replica at db a primary as an orchestrator does: it
 // waits until the replica has applied all it received, then stops
-// replicating and turns writable. It returns when the promotion is done.
-func promote(t *testing.T, db *sql.DB) time.Time {
+// replicating and turns writable, waiting for a semi-sync replica's ack at
+// each commit when semiSync (none is attached yet at a failover: a commit
+// would wait rpl_semi_sync_master_timeout for nothing). It returns when the
+// promotion is done.
+func promote(t *testing.T, db *sql.DB, semiSync bool) time.Time {
 	t.Helper()
 	io := slaveStatus(t, db)["Gtid_IO_Pos"]
 	var got int
@@ -299,17 +302,26 @@ func promote(t *testing.T, db *sql.DB) time.Time {
 	}
 	exec(t, db, "STOP SLAVE")
 	exec(t, db, "RESET SLAVE ALL")
+	if semiSync {
+		exec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled = ON")
+	} else {
+		exec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled = OFF")
+	}
 	exec(t, db, "SET GLOBAL read_only = 0")
 	return time.Now()
 }
 
 // replicateFrom makes the server at db, read-only, a replica of the server
-// listening on port, from what it has itself (its binary log's position).
+// listening on port, from what it has itself (its binary log's position),
+// acknowledging semi-synchronously and no longer waiting for acks itself
+// (its applier would wait for a replica of its own at every event).
 func replicateFrom(t *testing.T, db *sql.DB, port string) {
 	t.Helper()
 	user := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_REPL_USER")
 	pass := backendtest.RequireEnv(t, "TETHER_TEST_MYSQL_REPL_PASSWORD")
 	exec(t, db, "SET GLOBAL read_only = 1")
+	exec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled = OFF")
+	exec(t, db, "SET GLOBAL rpl_semi_sync_slave_enabled = ON")
 	exec(t, db, "STOP SLAVE")
 	exec(t, db, "SET GLOBAL gtid_slave_pos = @@global.gtid_binlog_pos")
 	exec(t, db, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = '%s', MASTER_PASSWORD = '%s', "+
@@ -342,7 +354,7 @@ func restorePair(t *testing.T, p *pair) {
 	caughtUp(t, p.replicaAdmin, p.primaryAdmin)
 	exec(t, p.replicaAdmin, "SET GLOBAL read_only = 1")
 	caughtUp(t, p.replicaAdmin, p.primaryAdmin)
-	promote(t, p.primaryAdmin)
+	promote(t, p.primaryAdmin, true)
 	replicateFrom(t, p.replicaAdmin, primaryPort)
 	caughtUp(t, p.primaryAdmin, p.replicaAdmin)
 	// The replica's semi-sync ack is what the loss test leans on: wait
@@ -375,9 +387,15 @@ func portOf(t *testing.T, db *sql.DB) string {
 
 // runFailover runs the load, calls fail to take the primary away and
 // promote the replica (it returns when the promotion is done), and judges
-// what the clients saw.
-func runFailover(t *testing.T, p *pair, fail func() time.Time) (*mysql.Replicated, *failoverLoad) {
+// what the clients saw. With semiSync, the primary must wait for the
+// replica's ack at every commit of the load (else an acknowledged write may
+// be lost by a kill whatever tetherd does, and the test says so).
+func runFailover(t *testing.T, p *pair, semiSync bool, fail func() time.Time) (*mysql.Replicated, *failoverLoad) {
 	b, table := openFailover(t, p)
+	var noTx int
+	if semiSync {
+		noTx = semiSyncOn(t, p.primaryAdmin)
+	}
 	l := startLoad(b, table, 4, 2, 2)
 	defer func() {
 		if !l.stopped() {
@@ -385,6 +403,12 @@ func runFailover(t *testing.T, p *pair, fail func() time.Time) (*mysql.Replicate
 		}
 	}()
 	l.waitAcks(t, 200)
+	if semiSync {
+		if n := semiSyncStatus(t, p.primaryAdmin, "Rpl_semi_sync_master_no_tx"); n != noTx {
+			t.Fatalf("%d commits of the load were not acknowledged by the replica (semi-sync fell back to asynchronous): "+
+				"a kill could lose acknowledged writes whatever tetherd does", n-noTx)
+		}
+	}
 	promoted := fail()
 	l.waitAcks(t, 200)
 	l.finish()
@@ -397,6 +421,11 @@ func runFailover(t *testing.T, p *pair, fail func() time.Time) (*mysql.Replicate
 	}
 	t.Logf("first write served %s after the promotion", took.Round(time.Millisecond))
 	l.check(t, p.replicaAdmin)
+	// The promotion came well within primary_wait: what could not run
+	// waited for it instead of failing.
+	if n := l.errs[string(tether.CodeUnavailable)+" (retry)"]; n > 0 {
+		t.Errorf("%d requests answered unavailable (retry) although a primary came within primary_wait", n)
+	}
 	top := b.Topology()
 	if b.PrimaryIndex() != 1 || top.Hosts[1].State != "writes" {
 		t.Errorf("writes are not on the promoted replica: %+v", top.Hosts)
@@ -418,9 +447,9 @@ func TestFailover_Switchover(t *testing.T) {
 			restorePair(t, p)
 		}
 	}()
-	runFailover(t, p, func() time.Time {
+	runFailover(t, p, false, func() time.Time {
 		exec(t, p.primaryAdmin, "SET GLOBAL read_only = 1")
-		at := promote(t, p.replicaAdmin)
+		at := promote(t, p.replicaAdmin, false)
 		replicateFrom(t, p.primaryAdmin, portOf(t, p.replicaAdmin))
 		return at
 	})
@@ -455,12 +484,12 @@ func TestFailover_PrimaryKilled(t *testing.T) {
 		}
 	}()
 	var killedAt time.Time
-	runFailover(t, p, func() time.Time {
+	runFailover(t, p, true, func() time.Time {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		killedAt = time.Now()
-		return promote(t, p.replicaAdmin)
+		return promote(t, p.replicaAdmin, false)
 	})
 	t.Logf("promoted %s after the kill", time.Since(killedAt).Round(time.Millisecond))
 	restarted = true
@@ -496,13 +525,17 @@ func serverProcess(t *testing.T, db *sql.DB) (int, []string) {
 }
 
 // restartAsReplica starts the killed primary again with its command line
-// plus read_only and semi-sync slave (its crash recovery then drops from
-// its binary log what no replica acknowledged), in its own session so that
+// plus read_only, semi-sync slave and not semi-sync master (its crash
+// recovery then rolls back the transactions it had prepared and logged but
+// no replica acknowledged, and truncates its binary log before them: else
+// it would hold writes the promoted replica never had, and could not
+// replicate from it), in its own session so that
 // it outlives the test binary (scripts/lib/replicas.sh stops it by its pid
 // file), and makes it replicate from the promoted replica.
 func restartAsReplica(t *testing.T, p *pair, args []string) {
 	t.Helper()
-	cmd := osexec.Command(args[0], append(args[1:], "--read-only=ON", "--rpl-semi-sync-slave-enabled=ON")...)
+	cmd := osexec.Command(args[0], append(args[1:], "--read-only=ON", "--rpl-semi-sync-slave-enabled=ON",
+		"--rpl-semi-sync-master-enabled=OFF")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s again: %v", args[0], err)
@@ -547,4 +580,37 @@ func slaveStatus(t *testing.T, db *sql.DB) map[string]string {
 		out[c] = vals[i].String
 	}
 	return out
+}
+
+// semiSyncStatus returns a numeric global status variable of the server.
+func semiSyncStatus(t *testing.T, db *sql.DB, name string) int {
+	t.Helper()
+	var n string
+	var v sql.NullString
+	if err := db.QueryRow("SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.String == "ON" {
+		return 1
+	}
+	i, _ := strconv.Atoi(v.String)
+	return i
+}
+
+// semiSyncOn waits until the primary at db waits for its replica's ack at
+// each commit (Rpl_semi_sync_master_status: on once the replica has
+// acknowledged a commit), and returns how many commits went unacknowledged
+// so far.
+func semiSyncOn(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for semiSyncStatus(t, db, "Rpl_semi_sync_master_status") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary's semi-sync is not on after 15 s")
+		}
+		exec(t, db, "CREATE TABLE IF NOT EXISTS failover_semisync (id INT PRIMARY KEY)")
+		exec(t, db, "REPLACE INTO failover_semisync VALUES (1)")
+		time.Sleep(20 * time.Millisecond)
+	}
+	return semiSyncStatus(t, db, "Rpl_semi_sync_master_no_tx")
 }

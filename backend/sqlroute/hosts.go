@@ -35,6 +35,11 @@ func (r *Router) update(st []topology.HostStatus) {
 	now := time.Now()
 	for i, h := range r.hosts {
 		h.status = st[i]
+		// A host that failed to connect is connected to again once a
+		// probe made after the failure reached it.
+		if !h.downAt.IsZero() && h.status.Reachable() && h.status.CheckedAt.After(h.downAt) {
+			h.downAt = time.Time{}
+		}
 	}
 	cur := r.primary.Load()
 	var writable []*host

@@ -33,7 +33,7 @@ func (r *Router) toPrimary(req *sqlpool.Request) {
 		return // abandoned while it was being moved
 	}
 	p := r.primary.Load()
-	if p == nil {
+	if p == nil || !p.downAt.IsZero() {
 		r.waitForPrimary(req)
 		return
 	}
@@ -108,7 +108,24 @@ func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 		cr.writing--
 		cr.wroteAt, cr.want = time.Now(), ""
 	}
-	if req.Err == nil || req.State.Abandoned || r.cfg.ReadOnlyRefusal == nil || !r.cfg.ReadOnlyRefusal(req.Err) {
+	if req.Err == nil || req.State.Abandoned {
+		return false
+	}
+	if r.cfg.PrimaryWait > 0 && connectFailed(req.Err) {
+		// The primary could not be reached: the statement did not run. It
+		// waits for a host that takes writes (a promotion) or for a probe
+		// that reaches this one again, as when none takes writes, instead
+		// of failing the page.
+		if h := r.hostOf(req.State.Pool); h != nil && h.downAt.IsZero() {
+			h.downAt = time.Now()
+			r.log.Warn("the primary cannot be reached; what needs it waits for it or a new primary", "backend", r.label,
+				"host", h.Addr, "primary_wait", r.cfg.PrimaryWait, "err", req.Err)
+		}
+		resetOutcome(req)
+		r.waitForPrimary(req)
+		return true
+	}
+	if r.cfg.ReadOnlyRefusal == nil || !r.cfg.ReadOnlyRefusal(req.Err) {
 		return false
 	}
 	// The host says it is read-only: it did not run the statement, and gets
@@ -156,6 +173,13 @@ func (r *Router) txAnswered(req *sqlpool.Request) bool {
 	return false
 }
 
+// connectFailed reports whether err is a pool failing to connect (or
+// closing): unavailable and retryable, so the request did not run.
+func connectFailed(err error) bool {
+	var te *tether.Error
+	return errors.As(err, &te) && te.Code == tether.CodeUnavailable && te.Retry
+}
+
 // replicaAnswered is the Intercept of a read sent to a replica: one the
 // replica refused as a replica runs again on the primary.
 func (r *Router) replicaAnswered(req *sqlpool.Request) bool {
@@ -181,6 +205,13 @@ func resetOutcome(req *sqlpool.Request) {
 // PrimaryWait; answered unavailable at once without a wait or past
 // maxWaiting.
 func (r *Router) waitForPrimary(req *sqlpool.Request) {
+	select {
+	case <-r.stop:
+		// Closing: nothing will route it (Close answered what waited).
+		r.answer(req, r.closedErr())
+		return
+	default:
+	}
 	if r.cfg.PrimaryWait <= 0 || len(r.waiting) >= maxWaiting {
 		r.answer(req, r.noPrimaryErr())
 		return
@@ -201,7 +232,7 @@ func (r *Router) routeWaiting(now time.Time) {
 	for _, req := range r.waiting {
 		switch {
 		case req.State.Finished: // abandoned meanwhile
-		case p != nil:
+		case p != nil && p.downAt.IsZero():
 			req.State.Queued = time.Time{}
 			r.toPrimary(req)
 		case now.Sub(req.State.Queued) >= r.cfg.PrimaryWait:

@@ -27,8 +27,10 @@
 // current one no longer does (a promotion), writes move to it. A host that
 // says it is read-only gets no write from the router, and a write a host
 // refuses as read-only (it did not run) waits for the next primary. While no
-// host takes writes, what needs the primary waits up to primary_wait for
-// one, then is answered unavailable (retry).
+// host takes writes, and while the primary cannot be connected to (a
+// request on it failed to connect, and no probe since reached it), what
+// needs the primary waits up to primary_wait for one, then is answered
+// unavailable (retry).
 package sqlroute
 
 import (
@@ -130,6 +132,10 @@ type host struct {
 	status    topology.HostStatus
 	readable  bool      // a replica reads go to now
 	demotedAt time.Time // when it refused a write as read-only
+	// downAt is when a request on it as the primary failed to connect;
+	// zero once a probe made after that reaches it. While set, what needs
+	// the primary waits, as while no host takes writes.
+	downAt time.Time
 	// The operators' view, under Router.viewMu.
 	state, why string
 	// Counters, read by Topology from any goroutine.
