@@ -479,12 +479,12 @@ func TestFailover_PrimaryKilled(t *testing.T) {
 	restarted := false
 	defer func() {
 		if !restarted {
-			restartAsReplica(t, p, args)
+			restartAsReplica(t, p, args, nil)
 			restorePair(t, p)
 		}
 	}()
 	var killedAt time.Time
-	runFailover(t, p, true, func() time.Time {
+	_, l := runFailover(t, p, true, func() time.Time {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -493,7 +493,7 @@ func TestFailover_PrimaryKilled(t *testing.T) {
 	})
 	t.Logf("promoted %s after the kill", time.Since(killedAt).Round(time.Millisecond))
 	restarted = true
-	restartAsReplica(t, p, args)
+	restartAsReplica(t, p, args, l)
 	restorePair(t, p)
 }
 
@@ -532,7 +532,15 @@ func serverProcess(t *testing.T, db *sql.DB) (int, []string) {
 // replicate from it), in its own session so that
 // it outlives the test binary (scripts/lib/replicas.sh stops it by its pid
 // file), and makes it replicate from the promoted replica.
-func restartAsReplica(t *testing.T, p *pair, args []string) {
+//
+// Its recovery does not always drop that tail (MariaDB 10.11 here commits
+// the prepared transactions it finds in its binary log): then what it holds
+// that the promoted replica never received must be writes never
+// acknowledged (checked against l's, when given), and it rejoins from the
+// position the replica was promoted at, applying the new primary's
+// transactions past its own stray ones with gtid_strict_mode off until it
+// has caught up. An orchestrator would re-clone it or flash those back.
+func restartAsReplica(t *testing.T, p *pair, args []string, l *failoverLoad) {
 	t.Helper()
 	cmd := osexec.Command(args[0], append(args[1:], "--read-only=ON", "--rpl-semi-sync-slave-enabled=ON",
 		"--rpl-semi-sync-master-enabled=OFF")...)
@@ -548,7 +556,65 @@ func restartAsReplica(t *testing.T, p *pair, args []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	var have, from string
+	if err := p.primaryAdmin.QueryRow("SELECT @@global.gtid_binlog_pos").Scan(&have); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.replicaAdmin.QueryRow("SELECT @@global.gtid_slave_pos").Scan(&from); err != nil {
+		t.Fatal(err)
+	}
+	if !gtidCovers(from, have) {
+		t.Logf("the killed primary had logged up to %s, the replica was promoted at %s: the rest was never acknowledged", have, from)
+		if l != nil {
+			l.checkStray(t, p.primaryAdmin, p.replicaAdmin)
+		}
+		exec(t, p.primaryAdmin, "SET GLOBAL gtid_strict_mode = 0")
+		replicateFrom(t, p.primaryAdmin, portOf(t, p.replicaAdmin))
+		exec(t, p.primaryAdmin, "STOP SLAVE")
+		exec(t, p.primaryAdmin, "SET GLOBAL gtid_slave_pos = ?", from)
+		exec(t, p.primaryAdmin, "START SLAVE")
+		caughtUp(t, p.replicaAdmin, p.primaryAdmin)
+		exec(t, p.primaryAdmin, "SET GLOBAL gtid_strict_mode = 1")
+		return
+	}
 	replicateFrom(t, p.primaryAdmin, portOf(t, p.replicaAdmin))
+}
+
+// checkStray fails if a row the old primary has and the new one lacks was
+// acknowledged.
+func (l *failoverLoad) checkStray(t *testing.T, old, cur *sql.DB) {
+	t.Helper()
+	ids := func(db *sql.DB) map[int64]bool {
+		rows, err := db.Query("SELECT id FROM " + l.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		m := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			m[id] = true
+		}
+		return m
+	}
+	o, c := ids(old), ids(cur)
+	acked := map[int64]bool{}
+	for _, id := range l.acked {
+		acked[id] = true
+	}
+	stray := 0
+	for id := range o {
+		if !c[id] {
+			stray++
+			if acked[id] {
+				t.Errorf("row %d, acknowledged, is on the killed primary only", id)
+			}
+		}
+	}
+	t.Logf("%d rows on the killed primary only, none acknowledged", stray)
 }
 
 // slaveStatus returns SHOW SLAVE STATUS's columns by name (none when the
@@ -613,4 +679,28 @@ func semiSyncOn(t *testing.T, db *sql.DB) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return semiSyncStatus(t, db, "Rpl_semi_sync_master_no_tx")
+}
+
+// gtidCovers reports whether the GTID list have includes want's every
+// domain's sequence number (the router's own rule, restated for the test).
+func gtidCovers(have, want string) bool {
+	seqs := func(s string) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, g := range strings.Split(s, ",") {
+			f := strings.Split(strings.TrimSpace(g), "-")
+			if len(f) != 3 {
+				continue
+			}
+			n, _ := strconv.ParseUint(f[2], 10, 64)
+			m[f[0]] = n
+		}
+		return m
+	}
+	h := seqs(have)
+	for d, n := range seqs(want) {
+		if h[d] < n {
+			return false
+		}
+	}
+	return true
 }
