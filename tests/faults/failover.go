@@ -164,11 +164,24 @@ primary_wait = "5s"
 			break
 		}
 		cy.promotion = promoted.Sub(t0)
-		// The first write answered done after the promotion.
-		deadline := promoted.Add(10 * time.Second)
-		for time.Now().Before(deadline) && !cy.served {
-			time.Sleep(5 * time.Millisecond)
-			cy.firstWrite, cy.served = failoverFirstWrite(clients, promoted)
+		// The first write answered done after the promotion (the kill's
+		// restart of the old primary may have taken longer than the wait).
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if cy.firstWrite, cy.served = failoverFirstWrite(clients, promoted); cy.served || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !cy.served {
+			for _, c := range clients {
+				c.mu.Lock()
+				var last []string
+				for i := len(c.ops) - 1; i >= 0 && len(last) < 4; i-- {
+					o := c.ops[i]
+					last = append(last, fmt.Sprintf("%s %s %+.0fms..%+.0fms %s", o.op, o.code, float64(o.start.Sub(promoted))/1e6, float64(o.end.Sub(promoted))/1e6, o.msg))
+				}
+				c.mu.Unlock()
+				e.logf("failover: no write served after failover %d; %s's last requests: %s", i+1, c.name, strings.Join(last, " | "))
+			}
 		}
 		done = append(done, cy)
 		e.logf("failover: %d (%s): promoted %.0f ms after the fault, first write %.0f ms after", i+1, cy.kind,

@@ -78,7 +78,9 @@ TETHER_MARIADB_PORT=14306 start_mariadb "$WORK/db/mariadb"
 TETHER_PG_PORT=14532 start_postgres "$WORK/db/pg"
 # The failover campaign's MariaDB primary and semi-sync replica (scripts/lib/replicas.sh); it moves the primary between
 # them, kills and restarts them (a restarted one is stopped by its pid file).
-TETHER_REPLICA_MARIADB_PORT=14340 start_mariadb_pair "$WORK/db/rep-mariadb"
+# Semi-sync never falls back to asynchronous within a cycle (30 s, not 2 s, for the replica's ack): a kill then finds
+# every acknowledged commit on the replica, whatever the load on this machine.
+TETHER_REPLICA_MARIADB_PORT=14340 TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS=30000 start_mariadb_pair "$WORK/db/rep-mariadb"
 
 log "faults: building tetherd"
 go build -o "$WORK/bin/tetherd" ./cmd/tetherd
