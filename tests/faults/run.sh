@@ -64,6 +64,7 @@ cleanup() {
 	stop_mariadb
 	stop_postgres
 	stop_mariadb_pair
+	stop_postgres_pair
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -81,6 +82,8 @@ TETHER_PG_PORT=14532 start_postgres "$WORK/db/pg"
 # Semi-sync never falls back to asynchronous within a cycle (30 s, not 2 s, for the replica's ack): a kill then finds
 # every acknowledged commit on the replica, whatever the load on this machine.
 TETHER_REPLICA_MARIADB_PORT=14340 TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS=30000 start_mariadb_pair "$WORK/db/rep-mariadb"
+# The failover-pg campaign's PostgreSQL primary and streaming standby; it kills one and makes it a standby afresh.
+TETHER_REPLICA_PG_PORT=14560 start_postgres_pair "$WORK/db/rep-pg"
 
 log "faults: building tetherd"
 go build -o "$WORK/bin/tetherd" ./cmd/tetherd
@@ -127,6 +130,12 @@ export FAULTS_PG_AS=$(is_root && echo postgres || true)
 export FAULTS_REP_A_DSN=$TETHER_TEST_MYSQL_PRIMARY_DSN FAULTS_REP_B_DSN=$TETHER_TEST_MYSQL_REPLICA_DSN
 export FAULTS_REP_A_ADMIN_DSN=$TETHER_TEST_MYSQL_PRIMARY_ADMIN_DSN FAULTS_REP_B_ADMIN_DSN=$TETHER_TEST_MYSQL_REPLICA_ADMIN_DSN
 export FAULTS_REP_USER=$TETHER_TEST_MYSQL_REPL_USER FAULTS_REP_PASSWORD=$TETHER_TEST_MYSQL_REPL_PASSWORD
+export FAULTS_PGREP_A_DSN=$TETHER_TEST_POSTGRES_PRIMARY_DSN FAULTS_PGREP_B_DSN=$TETHER_TEST_POSTGRES_REPLICA_DSN
+export FAULTS_PGREP_A_ADMIN_DSN=$TETHER_TEST_POSTGRES_PRIMARY_ADMIN_DSN FAULTS_PGREP_B_ADMIN_DSN=$TETHER_TEST_POSTGRES_REPLICA_ADMIN_DSN
+export FAULTS_PGREP_A_DATADIR=$PG_PRIMARY_DATADIR FAULTS_PGREP_A_SOCKDIR=$PG_PRIMARY_SOCKET_DIR FAULTS_PGREP_A_PORT=$PG_PRIMARY_PORT
+export FAULTS_PGREP_A_LOG=$PG_PRIMARY_DIR/postgres.log
+export FAULTS_PGREP_B_DATADIR=$PG_REPLICA_DATADIR FAULTS_PGREP_B_SOCKDIR=$PG_REPLICA_SOCKET_DIR FAULTS_PGREP_B_PORT=$PG_REPLICA_PORT
+export FAULTS_PGREP_B_LOG=$PG_REPLICA_DIR/postgres.log
 quick=()
 [[ "$QUICK" == 1 ]] && quick=(-quick)
 log "faults: running the campaigns$([[ "$QUICK" == 1 ]] && echo " (quick)")"
