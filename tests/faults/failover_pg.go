@@ -66,6 +66,21 @@ func runFailoverPG(e *env, r *report) error {
 	if err := failoverPGSync(srv[0]); err != nil {
 		return err
 	}
+	// The standby has replayed the tables and their grant before reads go
+	// to it (synchronous commit waits for its flush, not its replay).
+	var lsn string
+	if err := srv[0].admin.QueryRow("SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var ok bool
+		if err := srv[1].admin.QueryRow("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&ok); err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the standby did not replay %s in 30 s", lsn)
+		}
+	}
 	e.extraConfig = fmt.Sprintf(`
 [backends.%s]
 type = "postgres"
