@@ -8,11 +8,12 @@
 #                  streaming replica; TETHER_TEST_{MYSQL,POSTGRES}_{PRIMARY,REPLICA}_DSN and the rest it exports)
 #  3. go vet       go vet ./...
 #  4. go test      go test -race -count=1 ./... against those databases (TETHER_TEST_{MYSQL,POSTGRES}_{DSN,ADDR};
-#                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping); then the one test
-#                  that promotes the PostgreSQL pair's replica for good (TETHER_TEST_POSTGRES_PROMOTE=1), and the
-#                  pairs are stopped; before that promote, the PHP client's replica tests (scripts/php-replicas-test.sh:
-#                  a tetherd of their own with replicated backends on the pairs, clients/php/phpunit-replicas.xml.dist)
-#                  and the integrations' (scripts/integration-test.sh NAME --group replicas with TETHER_IT_REPLICAS=1)
+#                  TETHER_REQUIRE_BACKENDS=1, so a missing one fails instead of skipping); then the PHP client's
+#                  replica tests (scripts/php-replicas-test.sh: a tetherd of their own with replicated backends on the
+#                  pairs, clients/php/phpunit-replicas.xml.dist) and the integrations' (scripts/integration-test.sh
+#                  NAME --group replicas with TETHER_IT_REPLICAS=1); then the tests that promote the PostgreSQL
+#                  pair's replica for good (TETHER_TEST_POSTGRES_PROMOTE=1: the failover under load, then on a fresh
+#                  pair the prober's promote), and the pairs are stopped
 #  5. build        go build -o bin/tetherd ./cmd/tetherd; etc/tetherd.toml must pass tetherd -check
 #  6. tetherd      start internal/testupstream (a real HTTP server) and bin/tetherd on var/test/tetherd.toml
 #                  (backends main=sqlite, maria=mysql, pg=postgres, cass=cassandra, bt=bigtable on the in-process
@@ -201,8 +202,14 @@ for it in dbal laravel wordpress; do
 		{ tail_file "$TEST_DIR/it-$it-replicas.log"; die "the $it integration's replica tests failed (log: $TEST_DIR/it-$it-replicas.log)"; }
 	grep -E '^(OK|Tests:)' "$TEST_DIR/it-$it-replicas.log" | tail -n 1 | sed "s/^/==> php-$it replicas: /" >&2
 done
-# The promote of the PostgreSQL pair cannot be undone from a test: it runs alone, after every other user of the pair.
+# The promote of the PostgreSQL pair cannot be undone from a test: it runs alone, after every other user of the pair,
+# once for the failover under load (the primary killed, the standby promoted) and once, on a fresh pair, for the
+# prober's view of a promote.
 step "go test: replica promote"
+TETHER_TEST_POSTGRES_PROMOTE=1 go test -race -count=1 -run '^TestFailover_PrimaryKilled$' ./backend/postgres/
+stop_postgres_pair
+clean_db_dir "$TEST_DIR/rep-pg"
+start_postgres_pair "$TEST_DIR/rep-pg"
 TETHER_TEST_POSTGRES_PROMOTE=1 go test -race -count=1 -run '^TestProber_Promote$' ./backend/postgres/
 stop_mariadb_pair
 stop_postgres_pair

@@ -42,7 +42,7 @@ func newBackend(cfg tether.BackendConfig) (tether.Backend, error) {
 func NewReplicated(cfg tether.BackendConfig) (*Replicated, error) {
 	b := &Replicated{}
 	r, err := sqlroute.NewFromConfig(cfg, sqlroute.Config{Type: "mysql", Dialect: sqltables.MySQL, Covers: gtidCovers,
-		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: readOnlyRefusal, PositionSQL: "SELECT @@global.gtid_binlog_pos",
+		ReadOnlyRefusal: readOnlyRefusal, ReplicaRefusal: readOnlyRefusal, TxReadOnlyRefusal: readOnlyRefusal, PositionSQL: "SELECT @@global.gtid_binlog_pos",
 		Merge: gtidMerge, ValidPosition: validGTIDList},
 		func(hc tether.BackendConfig) (*sqlpool.Pool, topology.Prober, string, error) {
 			hb, err := New(hc)

@@ -35,6 +35,11 @@ func (r *Router) update(st []topology.HostStatus) {
 	now := time.Now()
 	for i, h := range r.hosts {
 		h.status = st[i]
+		// A host that failed to connect is connected to again once a
+		// probe made after the failure reached it.
+		if !h.downAt.IsZero() && h.status.Reachable() && h.status.CheckedAt.After(h.downAt) {
+			h.downAt = time.Time{}
+		}
 	}
 	cur := r.primary.Load()
 	var writable []*host
@@ -45,7 +50,7 @@ func (r *Router) update(st []topology.HostStatus) {
 		case answered(h.status) && h.downSince.IsZero():
 			h.downSince = h.status.CheckedAt
 		}
-		if takesWrites(h.status) {
+		if takesWrites(h.status) && believed(h) {
 			writable = append(writable, h)
 		}
 	}
@@ -107,6 +112,10 @@ const primaryGrace = 3
 func takesWrites(s topology.HostStatus) bool {
 	return s.Reachable() && s.Role == topology.RolePrimary && !s.ReadOnly && !s.Replicating && s.ReceivedPosition == ""
 }
+
+// believed reports whether h's status may make it the primary: one made
+// after its last definitive read-only refusal.
+func believed(h *host) bool { return h.status.CheckedAt.After(h.demotedAt) }
 
 // readable reports whether a host may serve reads as a replica now, and why
 // not.

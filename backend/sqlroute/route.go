@@ -1,6 +1,7 @@
 package sqlroute
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,11 +54,14 @@ type waiter struct {
 // Submit routes req to a host's pool. Loop goroutine.
 func (r *Router) Submit(req *sqlpool.Request) {
 	if req.Tx != nil && req.Tx.Pool != nil {
-		if req.Kind == sqlpool.KindCommit && req.Client != nil {
+		switch {
+		case req.Kind == sqlpool.KindCommit && req.Client != nil:
 			// The transaction's writes: the client's reads after its commit
 			// wait for a replica that has them.
 			route(req.Client).writing++
 			req.State.Intercept = r.onCommit
+		case req.Kind != sqlpool.KindRollback && r.cfg.TxReadOnlyRefusal != nil:
+			req.State.Intercept = r.onTx
 		}
 		req.Tx.Pool.Submit(req)
 		return
@@ -97,7 +101,7 @@ func (r *Router) toPrimary(req *sqlpool.Request) {
 		return // abandoned while it was being moved
 	}
 	p := r.primary.Load()
-	if p == nil {
+	if p == nil || !p.downAt.IsZero() {
 		r.wait(waiter{req: req, since: time.Now()})
 		return
 	}
@@ -229,16 +233,37 @@ func (r *Router) noteAnswered(cl *sqlpool.Client, rep *sqlpool.Report) {
 // waits for a probe of that host made after the refusal (hosts.go,
 // routeWaiting), once.
 func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
+	if r.cfg.PrimaryWait > 0 && r.retryable(req, connectFailed) {
+		// The primary could not be reached: the statement did not run. It
+		// waits for a host that takes writes (a promotion) or for a probe
+		// that reaches this one again, as when none takes writes, instead
+		// of failing the page.
+		if cl := req.Client; cl != nil && req.Tracked {
+			route(cl).writing--
+		}
+		if h := r.hostOf(req.State.Pool); h != nil && h.downAt.IsZero() {
+			h.downAt = time.Now()
+			r.log.Warn("the primary cannot be reached; what needs it waits for it or a new primary", "backend", r.label,
+				"host", h.Addr, "primary_wait", r.cfg.PrimaryWait, "err", req.Err)
+		}
+		r.takeBack(req)
+		r.wait(waiter{req: req, since: time.Now()})
+		return true
+	}
 	if r.retryable(req, r.cfg.ReadOnlyRefusal) {
 		if cl := req.Client; cl != nil && req.Tracked {
 			route(cl).writing--
 		}
 		h := r.hostOf(req.State.Pool)
 		err := req.Err
-		r.log.Info("a request was refused as read-only; it waits for a probe of the host", "backend", r.label,
-			"host", addrOf(h), "err", err)
 		r.takeBack(req)
 		now := time.Now()
+		if r.definitiveRefusal(h, err) {
+			r.wait(waiter{req: req, since: now})
+			return true
+		}
+		r.log.Info("a request was refused as read-only; it waits for a probe of the host", "backend", r.label,
+			"host", addrOf(h), "err", err)
 		r.wait(waiter{req: req, since: now, refusedBy: h, refusedAt: now, refusedErr: err})
 		return true
 	}
@@ -248,9 +273,55 @@ func (r *Router) primaryAnswered(req *sqlpool.Request) bool {
 	return false
 }
 
-// commitAnswered is the Intercept of a commit: as a write's.
+// txAnswered is the Intercept of a statement of a transaction: one its host
+// refused because the server turned read-only under the transaction (a
+// switchover) did not run, but the transaction cannot go on there: it is
+// answered tx_aborted, retryable (roll back and run the transaction again:
+// it will run on the next primary).
+func (r *Router) txAnswered(req *sqlpool.Request) bool {
+	if req.Err == nil || req.State.Abandoned || !r.definitiveRefusal(r.hostOf(req.Tx.Pool), req.Err) {
+		return false
+	}
+	code := ""
+	var te *tether.Error
+	if errors.As(req.Err, &te) {
+		code = te.BackendCode
+	}
+	req.Err = &tether.Error{Code: tether.CodeTxAborted, Retry: true, BackendCode: code, Err: req.Err,
+		Message: fmt.Sprintf("%s: %s turned read-only under the transaction (a failover): the statement did not run; "+
+			"roll the transaction back and run it again: it will run on the next primary", r.label, addrOf(r.hostOf(req.Tx.Pool)))}
+	return false
+}
+
+// definitiveRefusal reports whether err is h saying the server itself is
+// read-only (Config.TxReadOnlyRefusal); if so h is demoted now: no write
+// goes to it again until a probe made after this says it takes writes.
+func (r *Router) definitiveRefusal(h *host, err error) bool {
+	if h == nil || r.cfg.TxReadOnlyRefusal == nil || !r.cfg.TxReadOnlyRefusal(err) {
+		return false
+	}
+	h.demotedAt = time.Now()
+	if r.primary.Load() == h {
+		r.setPrimary(nil, fmt.Sprintf("%s refused a statement as a read-only server: %v", h.Addr, err))
+	}
+	return true
+}
+
+// connectFailed reports whether err is a pool failing to connect (or
+// closing): unavailable and retryable, so the request did not run.
+func connectFailed(err error) bool {
+	var te *tether.Error
+	return errors.As(err, &te) && te.Code == tether.CodeUnavailable && te.Retry
+}
+
+// commitAnswered is the Intercept of a commit: as a write's; and a commit
+// refused because the server turned read-only under the transaction is
+// answered as txAnswered answers a statement.
 func (r *Router) commitAnswered(req *sqlpool.Request) bool {
 	r.noteAnswered(req.Client, req.Report)
+	if r.cfg.TxReadOnlyRefusal != nil {
+		return r.txAnswered(req)
+	}
 	return false
 }
 
@@ -322,6 +393,7 @@ func (r *Router) routeWaiting(now time.Time) {
 	kept := r.waiting[:0]
 	var later []waiter // to route after the list is rebuilt (toPrimary may append to it)
 	p := r.primary.Load()
+	usable := p != nil && p.downAt.IsZero()
 	for _, w := range r.waiting {
 		req := w.req
 		if req.State.Finished {
@@ -345,12 +417,12 @@ func (r *Router) routeWaiting(now time.Time) {
 				continue
 			}
 			w.refusedBy, w.since = nil, now
-			if p == nil {
+			if !usable {
 				r.primaryWaits.Add(1)
 			}
 		}
 		switch {
-		case p != nil:
+		case usable:
 			later = append(later, w)
 		case now.Sub(w.since) >= r.cfg.PrimaryWait:
 			r.primaryWaitTimeouts.Add(1)

@@ -27,8 +27,10 @@
 // current one no longer does (a promotion), writes move to it. A host that
 // says it is read-only gets no write from the router, and a write a host
 // refuses as read-only (it did not run) waits for the next primary. While no
-// host takes writes, what needs the primary waits up to primary_wait for
-// one, then is answered unavailable (retry).
+// host takes writes, and while the primary cannot be connected to (a request
+// on it failed to connect, and no probe since reached it), what needs the
+// primary waits up to primary_wait for one, then is answered unavailable
+// (retry).
 package sqlroute
 
 import (
@@ -81,6 +83,14 @@ type Config struct {
 	// ReplicaRefusal reports whether err is a replica refusing, before any
 	// row, a read it cannot run as a replica: it did not run it.
 	ReplicaRefusal func(err error) bool
+	// TxReadOnlyRefusal reports whether err is the server itself being
+	// read-only (a switchover: MariaDB's --read-only), never the session's
+	// or transaction's own read-only mode: a definitive refusal, which
+	// demotes the host at once and answers a transaction's statement
+	// tx_aborted (retry). nil: none is (PostgreSQL's 25006 may be the
+	// client's own; a PostgreSQL primary cannot turn read-only under an
+	// open transaction).
+	TxReadOnlyRefusal func(err error) bool
 	// PositionSQL asks the primary its position now (one row, one column):
 	// what a client's causal token carries when its last write reported
 	// none (Position).
@@ -121,7 +131,7 @@ type Router struct {
 	closing  bool     // Close began: nothing waits any more
 	// onPrimary and onReplica are the Intercepts of requests sent to the
 	// primary and to a replica, bound once (no closure per request).
-	onPrimary, onReplica, onCommit func(*sqlpool.Request) bool
+	onPrimary, onReplica, onCommit, onTx func(*sqlpool.Request) bool
 
 	// Counters and the operators' view, read by Topology from any goroutine.
 	causalToPrimary, causalToReplica  atomic.Uint64
@@ -143,6 +153,14 @@ type host struct {
 	// downSince is when the host's probes began to fail (zero while it
 	// answers): a primary keeps the writes through a few failed probes.
 	downSince time.Time
+	// demotedAt is when it refused a statement as a read-only server (a
+	// definitive refusal: TxReadOnlyRefusal); only a probe made after that
+	// can make it the primary again.
+	demotedAt time.Time
+	// downAt is when a request on it as the primary failed to connect;
+	// zero once a probe made after that reaches it. While set, what needs
+	// the primary waits, as while no host takes writes.
+	downAt time.Time
 	// The operators' view, under Router.viewMu.
 	state, why string
 	// Counters, read by Topology from any goroutine.
@@ -175,7 +193,7 @@ func New(cfg Config, hosts []Host) (*Router, error) {
 		cfg.Log = slog.Default()
 	}
 	r := &Router{cfg: cfg, log: cfg.Log, label: cfg.Type, stop: make(chan struct{})}
-	r.onPrimary, r.onReplica, r.onCommit = r.primaryAnswered, r.replicaAnswered, r.commitAnswered
+	r.onPrimary, r.onReplica, r.onCommit, r.onTx = r.primaryAnswered, r.replicaAnswered, r.commitAnswered, r.txAnswered
 	mh := make([]topology.Host, len(hosts))
 	for i, h := range hosts {
 		r.hosts = append(r.hosts, &host{Host: h, index: i, state: "unprobed"})

@@ -7,12 +7,16 @@
 # port, and is stopped by the PID this shell started.
 #
 #   start_mariadb_pair DIR   a MariaDB primary (binary log in row format, GTID strict mode, semi-synchronous
-#                            replication on as master) in DIR/primary and a replica in DIR/replica replicating from it
+#                            replication on as master, waiting for the replica's ack AFTER_SYNC: a commit is answered
+#                            only once the replica has it, and a primary killed before the ack drops it from its binary
+#                            log when it restarts as a semi-sync slave) in DIR/primary and a replica in DIR/replica replicating from it
 #                            with GTID (CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos), read_only=1, semi-sync on as
 #                            slave. Returns once the replica runs both threads and the primary counts it as a semi-sync
 #                            client. Sets MARIADB_PRIMARY_{PID,SOCKET,PORT}, MARIADB_REPLICA_{PID,SOCKET,PORT} and the
 #                            exported variables below.
-#   stop_mariadb_pair        stop both by PID (replica first); safe to call twice or when nothing was started.
+#   stop_mariadb_pair        stop both by PID (replica first), and a server a test started again in the same data
+#                            directory (a killed primary restarted as a replica) by its pid file; safe to call twice or
+#                            when nothing was started.
 #   mariadb_pair_wait [SECS] wait (10 s) until the replica has applied the primary's @@gtid_binlog_pos
 #                            (MASTER_GTID_WAIT); fails on timeout.
 #   mariadb_pair_promote     make the replica a primary: STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only=0.
@@ -32,6 +36,8 @@
 #   TETHER_TEST_MYSQL_PRIMARY_ADMIN_DSN / TETHER_TEST_MYSQL_REPLICA_ADMIN_DSN   as root: for the tests' own STOP
 #                            SLAVE, SET GLOBAL, promotes
 #   TETHER_TEST_MYSQL_PRIMARY_ADDR   127.0.0.1:port of the primary (a test re-pointing the replica needs it)
+#   TETHER_TEST_MYSQL_PRIMARY_PID / TETHER_TEST_MYSQL_REPLICA_PID   their mariadbd's PIDs at start (a failover test
+#                            that kills one finds its current PID in @@pid_file and its command line in /proc)
 #   TETHER_TEST_MYSQL_REPL_USER / TETHER_TEST_MYSQL_REPL_PASSWORD   the replication account on the primary
 #   TETHER_TEST_POSTGRES_PRIMARY_DSN / TETHER_TEST_POSTGRES_REPLICA_DSN  as $TETHER_DB_USER, database $TETHER_DB_NAME
 #   TETHER_TEST_POSTGRES_PRIMARY_ADMIN_DSN / TETHER_TEST_POSTGRES_REPLICA_ADMIN_DSN  as postgres (superuser): for
@@ -139,13 +145,15 @@ start_mariadb_pair() {
 	MARIADB_PRIMARY_SOCKET=$dir/primary/mysqld.sock
 	log "mariadb pair: primary on $MARIADB_PRIMARY_SOCKET and 127.0.0.1:$MARIADB_PRIMARY_PORT"
 	_rep_mariadbd "$dir/primary" "$MARIADB_PRIMARY_PORT" 1 MARIADB_PRIMARY_PID \
-		--rpl-semi-sync-master-enabled=ON --rpl-semi-sync-master-timeout="$TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS"
+		--rpl-semi-sync-master-enabled=ON --rpl-semi-sync-master-timeout="$TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS" \
+		--rpl-semi-sync-master-wait-point=AFTER_SYNC
 	MARIADB_REPLICA_PORT=$(free_port $((MARIADB_PRIMARY_PORT + 1)))
 	MARIADB_REPLICA_SOCKET=$dir/replica/mysqld.sock
 	log "mariadb pair: replica on $MARIADB_REPLICA_SOCKET and 127.0.0.1:$MARIADB_REPLICA_PORT"
 	# read_only on the command line too: the replica never accepts a write, not even before CHANGE MASTER.
 	_rep_mariadbd "$dir/replica" "$MARIADB_REPLICA_PORT" 2 MARIADB_REPLICA_PID \
-		--read-only=ON --rpl-semi-sync-slave-enabled=ON --rpl-semi-sync-master-timeout="$TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS"
+		--read-only=ON --rpl-semi-sync-slave-enabled=ON --rpl-semi-sync-master-timeout="$TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS" \
+		--rpl-semi-sync-master-wait-point=AFTER_SYNC
 	_rep_mariadb_users "$MARIADB_PRIMARY_SOCKET"
 	_rep_mariadb_users "$MARIADB_REPLICA_SOCKET"
 	local u=$TETHER_DB_USER p=$TETHER_DB_PASSWORD db=$TETHER_DB_NAME
@@ -173,17 +181,30 @@ SQL
 	export TETHER_TEST_MYSQL_REPLICA_ADMIN_DSN="root@unix($MARIADB_REPLICA_SOCKET)/$db"
 	export TETHER_TEST_MYSQL_PRIMARY_ADDR=127.0.0.1:$MARIADB_PRIMARY_PORT
 	export TETHER_TEST_MYSQL_REPL_USER=${u}_repl TETHER_TEST_MYSQL_REPL_PASSWORD=$p
+	export TETHER_TEST_MYSQL_PRIMARY_PID=$MARIADB_PRIMARY_PID TETHER_TEST_MYSQL_REPLICA_PID=$MARIADB_REPLICA_PID
 	export MARIADB_PRIMARY_PID MARIADB_PRIMARY_SOCKET MARIADB_PRIMARY_PORT
 	export MARIADB_REPLICA_PID MARIADB_REPLICA_SOCKET MARIADB_REPLICA_PORT
 	log "mariadb pair: ready in $(since "$t0")s (primary pid $MARIADB_PRIMARY_PID, replica pid $MARIADB_REPLICA_PID, semi-sync)"
 }
 
 stop_mariadb_pair() {
-	local pid
+	local pid sock dir
 	for pid in "${MARIADB_REPLICA_PID:-}" "${MARIADB_PRIMARY_PID:-}"; do
 		[[ -n "$pid" ]] || continue
 		log "mariadb pair: stopping pid $pid"
 		stop_pid "$pid" mariadbd 30
+	done
+	# A failover test may have killed one and started it again in the same directory: its pid file names it (and
+	# its working directory, the data directory, proves the pid was not reused by another process).
+	for sock in "${MARIADB_REPLICA_SOCKET:-}" "${MARIADB_PRIMARY_SOCKET:-}"; do
+		[[ -n "$sock" ]] || continue
+		dir=$(dirname "$sock")
+		[[ -r "$dir/mysqld.pid" ]] || continue
+		pid=$(<"$dir/mysqld.pid")
+		if [[ -n "$pid" ]] && pid_alive "$pid" && pid_cwd_is "$pid" "$dir/data"; then
+			log "mariadb pair: stopping pid $pid (restarted in $dir)"
+			stop_pid "$pid" mariadbd 30
+		fi
 	done
 	MARIADB_REPLICA_PID='' MARIADB_PRIMARY_PID=''
 }

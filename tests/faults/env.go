@@ -42,6 +42,9 @@ type env struct {
 	tetherd *exec.Cmd
 	socket  string
 	logPath string
+	// extraConfig is appended to the config of the tetherds started (a
+	// campaign's own backends).
+	extraConfig string
 }
 
 func newEnv(quick bool) (*env, error) {
@@ -134,7 +137,7 @@ acquire_timeout = "10s"
 [backends.web]
 type = "http"
 dsn = %q
-`, e.socket, server, e.mysqlDSN, maxConns, maxConns, e.pgDSN, maxConns, maxConns, e.nginxURL+"/base")
+`, e.socket, server, e.mysqlDSN, maxConns, maxConns, e.pgDSN, maxConns, maxConns, e.nginxURL+"/base") + e.extraConfig
 	path := filepath.Join(e.dir, "tetherd.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
@@ -320,7 +323,7 @@ func sleepSQL(db string, seconds float64) string {
 
 // placeholder returns db's n-th placeholder.
 func placeholder(db string, n int) string {
-	if db == "maria" {
+	if strings.HasPrefix(db, "maria") {
 		return "?"
 	}
 	return "$" + strconv.Itoa(n)

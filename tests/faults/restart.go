@@ -506,6 +506,9 @@ type restartClient struct {
 	conn *client
 	seq  int
 
+	// mu guards ops and writes against a reader besides the client's own
+	// goroutine (the failover campaign's, while the load runs).
+	mu         sync.Mutex
 	ops        []restartOp
 	writes     []restartWrite
 	wrongReads int
@@ -564,7 +567,9 @@ func (c *restartClient) nextKey() string {
 func (c *restartClient) insert() bool {
 	key := c.nextKey()
 	_, ok := c.call("insert", wire.Request{Op: wire.OpExec, Backend: c.db, SQL: c.insertSQL("auto"), Params: []any{key}})
+	c.mu.Lock()
 	c.writes = append(c.writes, restartWrite{key: key, fate: restartFateOf(c.ops[len(c.ops)-1])})
+	c.mu.Unlock()
 	return ok
 }
 
@@ -577,7 +582,7 @@ func (c *restartClient) transaction() bool {
 	}
 	tx := toUint(rep.Fields["tx"])
 	w := restartWrite{key: c.nextKey(), tx: true, fate: restartNotDone}
-	defer func() { c.writes = append(c.writes, w) }()
+	defer func() { c.mu.Lock(); c.writes = append(c.writes, w); c.mu.Unlock() }()
 	if _, ok := c.call("tx insert", wire.Request{Op: wire.OpExec, Tx: tx, SQL: c.insertSQL("tx"), Params: []any{w.key}}); !ok {
 		if c.conn != nil {
 			c.call("rollback", wire.Request{Op: wire.OpRollback, Tx: tx})
@@ -612,7 +617,9 @@ func (c *restartClient) call(op string, req wire.Request) (*wire.Reply, bool) {
 		o.retry, _ = fields["retry"].(bool)
 		o.msg = fmt.Sprint(fields["message"])
 	}
+	c.mu.Lock()
 	c.ops = append(c.ops, o)
+	c.mu.Unlock()
 	if o.code != "" {
 		c.lastErr.Store(o.end.UnixNano())
 		return rep, false

@@ -4,7 +4,8 @@
 #   bash tests/faults/run.sh [--quick] [--write] [-- -only name,name]
 #
 # It installs what is missing (mariadb-server, postgresql, nginx), starts a throwaway MariaDB and PostgreSQL
-# (scripts/lib/databases.sh, in var/faults; tetherd connects as their second user, tether_pool, so that its sessions
+# (scripts/lib/databases.sh, in var/faults; and a MariaDB primary with its semi-sync replica, scripts/lib/replicas.sh,
+# for the failover campaign; tetherd connects as their second user, tether_pool, so that its sessions
 # can be counted apart from the watchers'), an nginx that routes /base/ and /admin to different answers (for the
 # HTTP escapes), builds tetherd, and runs the campaigns, which start and stop tetherds of their own. The report goes
 # to stdout as markdown, progress to stderr. Everything it starts is stopped by PID on exit.
@@ -23,6 +24,8 @@ cd "$ROOT"
 unset MARIADB_PID MARIADB_DIR MARIADB_SOCKET MARIADB_PORT MARIADB_DSN PG_PID PG_DIR PG_DATADIR PG_SOCKET_DIR PG_PORT PG_DSN
 # shellcheck source=scripts/lib/databases.sh
 source "$ROOT/scripts/lib/databases.sh"
+# shellcheck source=scripts/lib/replicas.sh
+source "$ROOT/scripts/lib/replicas.sh"
 
 QUICK=${FAULTS_QUICK:-0}
 WRITE=0
@@ -60,6 +63,8 @@ cleanup() {
 	[[ -r "$WORK/run/mariadb.pid" ]] && MARIADB_PID=$(cat "$WORK/run/mariadb.pid")
 	stop_mariadb
 	stop_postgres
+	stop_mariadb_pair
+	stop_postgres_pair
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -72,6 +77,13 @@ mkdir -p "$WORK/bin" "$WORK/nginx/tmp" "$WORK/run"
 rm -f "$WORK/run/mariadb.pid"
 TETHER_MARIADB_PORT=14306 start_mariadb "$WORK/db/mariadb"
 TETHER_PG_PORT=14532 start_postgres "$WORK/db/pg"
+# The failover campaign's MariaDB primary and semi-sync replica (scripts/lib/replicas.sh); it moves the primary between
+# them, kills and restarts them (a restarted one is stopped by its pid file).
+# Semi-sync never falls back to asynchronous within a cycle (30 s, not 2 s, for the replica's ack): a kill then finds
+# every acknowledged commit on the replica, whatever the load on this machine.
+TETHER_REPLICA_MARIADB_PORT=14340 TETHER_REPLICA_SEMI_SYNC_TIMEOUT_MS=30000 start_mariadb_pair "$WORK/db/rep-mariadb"
+# The failover-pg campaign's PostgreSQL primary and streaming standby; it kills one and makes it a standby afresh.
+TETHER_REPLICA_PG_PORT=14560 start_postgres_pair "$WORK/db/rep-pg"
 
 log "faults: building tetherd"
 go build -o "$WORK/bin/tetherd" ./cmd/tetherd
@@ -115,6 +127,15 @@ export FAULTS_MYSQL_WATCH_DSN=$MARIADB_DSN FAULTS_PG_WATCH_DSN=$PG_DSN FAULTS_MA
 # $FAULTS_DIR/mariadb.pid so that the cleanup stops the new one.
 export FAULTS_PG_DATADIR=$PG_DATADIR FAULTS_PG_BINDIR=$TETHER_PG_BINDIR FAULTS_PG_LOG=$PG_DIR/postgres.log
 export FAULTS_PG_AS=$(is_root && echo postgres || true)
+export FAULTS_REP_A_DSN=$TETHER_TEST_MYSQL_PRIMARY_DSN FAULTS_REP_B_DSN=$TETHER_TEST_MYSQL_REPLICA_DSN
+export FAULTS_REP_A_ADMIN_DSN=$TETHER_TEST_MYSQL_PRIMARY_ADMIN_DSN FAULTS_REP_B_ADMIN_DSN=$TETHER_TEST_MYSQL_REPLICA_ADMIN_DSN
+export FAULTS_REP_USER=$TETHER_TEST_MYSQL_REPL_USER FAULTS_REP_PASSWORD=$TETHER_TEST_MYSQL_REPL_PASSWORD
+export FAULTS_PGREP_A_DSN=$TETHER_TEST_POSTGRES_PRIMARY_DSN FAULTS_PGREP_B_DSN=$TETHER_TEST_POSTGRES_REPLICA_DSN
+export FAULTS_PGREP_A_ADMIN_DSN=$TETHER_TEST_POSTGRES_PRIMARY_ADMIN_DSN FAULTS_PGREP_B_ADMIN_DSN=$TETHER_TEST_POSTGRES_REPLICA_ADMIN_DSN
+export FAULTS_PGREP_A_DATADIR=$PG_PRIMARY_DATADIR FAULTS_PGREP_A_SOCKDIR=$PG_PRIMARY_SOCKET_DIR FAULTS_PGREP_A_PORT=$PG_PRIMARY_PORT
+export FAULTS_PGREP_A_LOG=$PG_PRIMARY_DIR/postgres.log
+export FAULTS_PGREP_B_DATADIR=$PG_REPLICA_DATADIR FAULTS_PGREP_B_SOCKDIR=$PG_REPLICA_SOCKET_DIR FAULTS_PGREP_B_PORT=$PG_REPLICA_PORT
+export FAULTS_PGREP_B_LOG=$PG_REPLICA_DIR/postgres.log
 quick=()
 [[ "$QUICK" == 1 ]] && quick=(-quick)
 log "faults: running the campaigns$([[ "$QUICK" == 1 ]] && echo " (quick)")"
