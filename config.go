@@ -148,6 +148,11 @@ type BackendConfig struct {
 	MaxReplicaLag Duration `toml:"max_replica_lag"`
 	// MonitorInterval is how often each host is asked its role and lag.
 	MonitorInterval Duration `toml:"monitor_interval"`
+	// ReadsWithoutReplica is where a read that may run on a replica goes
+	// while no replica qualifies: "primary" (the default) or "refuse"
+	// (answered unavailable, retry: the primary is kept for writes). A
+	// client's reads held for read-your-writes go to the primary either way.
+	ReadsWithoutReplica string `toml:"reads_without_replica"`
 	// PrimaryWait is how long a statement that needs the primary waits
 	// while no host takes writes (a failover) before it is answered
 	// unavailable; 0: at once.
@@ -217,6 +222,8 @@ func DefaultBackendConfig(typ, dsn string) BackendConfig {
 		MaxReplicaLag:   Duration(5 * time.Second),
 		MonitorInterval: Duration(time.Second),
 		PrimaryWait:     Duration(5 * time.Second),
+
+		ReadsWithoutReplica: "primary",
 	}
 }
 
@@ -535,6 +542,9 @@ func (c *Config) Validate() error {
 		}
 		if b.MaxReplicaLag < 0 {
 			bad(f+"max_replica_lag", b.MaxReplicaLag, "must not be negative")
+		}
+		if b.ReadsWithoutReplica != "primary" && b.ReadsWithoutReplica != "refuse" {
+			bad(f+"reads_without_replica", strconv.Quote(b.ReadsWithoutReplica), `must be "primary" or "refuse"`)
 		}
 		if b.PrimaryWait < 0 {
 			bad(f+"primary_wait", b.PrimaryWait, "must not be negative")

@@ -98,6 +98,11 @@ func TestConfig_Validate(t *testing.T) {
 			b.Replicas = []string{"u:p@unix(/tmp/r)/db", b.DSN}
 			c.Backends["main"] = b
 		}, "backends.main.replicas[1]", "not dsn's"},
+		{"ReadsWithoutReplica", func(c *tether.Config) {
+			b := c.Backends["main"]
+			b.ReadsWithoutReplica = "replica"
+			c.Backends["main"] = b
+		}, "backends.main.reads_without_replica", `"replica"`},
 		{"NegativeReplicaLag", func(c *tether.Config) {
 			b := c.Backends["main"]
 			b.MaxReplicaLag = -1

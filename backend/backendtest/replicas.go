@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -63,6 +64,49 @@ func (s *ReplicaSuite) Run(t *testing.T) {
 	t.Run("ReadYourWrites", s.readYourWrites)
 	t.Run("PausedReplicaGetsNoReads", s.pausedReplica)
 	t.Run("TokenAcrossClients", s.tokenAcrossClients)
+	t.Run("RefuseReadsWithoutReplica", s.refuseWithoutReplica)
+}
+
+// refuseWithoutReplica: with reads_without_replica = "refuse", a read that
+// may run on a replica is answered unavailable (retry) while none
+// qualifies, and runs on the replica again once it does; a client's read
+// held for read-your-writes still runs on the primary.
+func (s *ReplicaSuite) refuseWithoutReplica(t *testing.T) {
+	b := s.Open(t, func(bc *tether.BackendConfig) {
+		bc.MonitorInterval = tether.Duration(50 * time.Millisecond)
+		bc.MaxReplicaLag = tether.Duration(30 * time.Second)
+		bc.ReadsWithoutReplica = "refuse"
+	})
+	s.Marker(t, b)
+	tbl := s.table(t, b, "refuse")
+	s.awaitReplicaReads(t, b)
+	s.PauseApply(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.ResumeApply(t)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Topology().Hosts[1].State == "reads" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the paused replica still takes reads: %+v", b.Topology())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, _, err := Query(b, nil, sqlpool.KindQuery, nil, "SELECT COUNT(*) FROM "+tbl)
+	var te *tether.Error
+	if !errors.As(err, &te) || te.Code != tether.CodeUnavailable || !te.Retry {
+		t.Fatalf("a read with no replica to take it: %v, want unavailable (retry)", err)
+	}
+	writer := &sqlpool.Client{}
+	query(t, b, writer, sqlpool.KindExec, nil, "INSERT INTO "+tbl+" (id, v) VALUES ("+s.P(1)+", "+s.P(2)+")", int64(1), int64(1))
+	if got, _ := query(t, b, writer, sqlpool.KindQuery, nil, "SELECT COUNT(*) FROM "+tbl); got != "1" {
+		t.Errorf("the writer's read after its write: %s rows", got)
+	}
+	s.ResumeApply(t)
+	resumed = true
+	s.awaitReplicaReads(t, b)
 }
 
 // CausalPairs is how many write-then-read pairs TokenAcrossClients runs

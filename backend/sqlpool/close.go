@@ -74,6 +74,18 @@ func (p *Pool) Retire() {
 	})
 }
 
+// DrainIdle closes the pool's idle connections now; busy ones finish what
+// they run and return as usual, and new ones are dialled when needed (the
+// janitor tops min_conns up). A router calls it on the host writes moved
+// away from: sessions to a server that stopped being the primary end, and
+// the next connections resolve its name afresh (one writer hostname whose
+// address moved). Loop goroutine.
+func (p *Pool) DrainIdle() {
+	if !p.closed {
+		p.closeIdle()
+	}
+}
+
 func (p *Pool) closeIdle() {
 	for idle := p.conns[stateIdle]; len(idle) > 0; idle = p.conns[stateIdle] {
 		p.drop(idle[len(idle)-1], p.closedErr())

@@ -168,6 +168,11 @@ func (r *Router) setPrimary(next *host, why string) {
 		r.log.Warn("writes move to a new primary", "backend", r.label, "from", cur.Addr, "to", next.Addr, "hosts", why)
 	}
 	r.primary.Store(next)
+	if cur != nil {
+		// Its sessions end (new ones resolve its name afresh); what runs
+		// there finishes.
+		cur.Pool.DrainIdle()
+	}
 	r.failoversTotal.Add(1)
 	r.viewMu.Lock()
 	if len(r.failovers) == maxFailovers {

@@ -86,6 +86,11 @@ func (r *Router) Submit(req *sqlpool.Request) {
 			h.Pool.Submit(req)
 			return
 		}
+		if len(r.replicas) == 0 && r.cfg.RefuseReadsWithoutReplica && !r.pinned(req) {
+			r.answer(req, &tether.Error{Code: tether.CodeUnavailable, Retry: true, Err: tether.ErrUnavailable,
+				Message: fmt.Sprintf("%s: no replica takes reads now (reads_without_replica = \"refuse\"; %s)", r.label, r.describeAll())})
+			return
+		}
 	}
 	// Only what may change data starts the client's wait for a replica that
 	// has it: a SET (every framework's connect) or a locking read does not.
@@ -113,6 +118,15 @@ func (r *Router) toPrimary(req *sqlpool.Request) {
 		req.State.Intercept = r.onPrimary
 	}
 	p.Pool.Submit(req)
+}
+
+// pinned reports whether req's client's reads are held for read-your-writes.
+func (r *Router) pinned(req *sqlpool.Request) bool {
+	if req.Client == nil {
+		return false
+	}
+	cr, _ := req.Client.Route.(*clientRoute)
+	return cr != nil && cr.pinned()
 }
 
 func route(cl *sqlpool.Client) *clientRoute {

@@ -74,6 +74,11 @@ type Config struct {
 	// PrimaryWait bounds how long what needs the primary waits while no
 	// host takes writes (a failover); 0: answered unavailable at once.
 	PrimaryWait time.Duration
+	// RefuseReadsWithoutReplica answers a replica-safe read unavailable
+	// (retry) while no replica qualifies, instead of running it on the
+	// primary (reads_without_replica = "refuse"); a client's reads held for
+	// read-your-writes still go to the primary.
+	RefuseReadsWithoutReplica bool
 	// Covers reports whether position have (a replica's) includes
 	// everything in position want (the primary's), in the protocol's form.
 	Covers func(have, want string) bool
@@ -232,6 +237,7 @@ func NewFromConfig(cfg tether.BackendConfig, rc Config, newHost func(tether.Back
 	rc.MaxReplicaLag = time.Duration(cfg.MaxReplicaLag)
 	rc.Interval = time.Duration(cfg.MonitorInterval)
 	rc.PrimaryWait = time.Duration(cfg.PrimaryWait)
+	rc.RefuseReadsWithoutReplica = cfg.ReadsWithoutReplica == "refuse"
 	return New(rc, hosts)
 }
 
