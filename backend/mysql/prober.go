@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,11 @@ import (
 type Prober struct {
 	addr string
 	db   *sql.DB
+	// named: the address is a DNS name. After a probe that finds the
+	// server read-only its connection is dropped, so that the next probe
+	// resolves the name afresh: a writer endpoint moved to the promoted
+	// server is found at once, not after the old server goes away.
+	named bool
 }
 
 // NewProber returns a Prober of the server dsn names, in the backend's DSN
@@ -50,7 +56,11 @@ func NewProber(dsn string) (*Prober, error) {
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
-	return &Prober{addr: mc.Addr, db: db}, nil
+	host := mc.Addr
+	if h, _, err := net.SplitHostPort(mc.Addr); err == nil {
+		host = h
+	}
+	return &Prober{addr: mc.Addr, db: db, named: mc.Net == "tcp" && net.ParseIP(host) == nil}, nil
 }
 
 // Addr returns the address of the server probed (host:port or socket path).
@@ -75,6 +85,11 @@ func (p *Prober) Probe(ctx context.Context) (topology.HostStatus, error) {
 	if readOnly {
 		st.Role = topology.RoleReplica
 		st.Position = slavePos
+		if p.named {
+			// Once this probe is done with it: dropping the idle connection
+			// closes it; the next probe dials (and resolves) afresh.
+			defer func() { p.db.SetMaxIdleConns(0); p.db.SetMaxIdleConns(1) }()
+		}
 	}
 	slave, err := p.slaveStatus(ctx)
 	if err != nil {

@@ -35,3 +35,21 @@ func TestGTIDPositions(t *testing.T) {
 		}
 	}
 }
+
+func TestProberNamedHost(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"u:p@tcp(db.internal:3306)/app":  true,
+		"u:p@tcp(10.0.0.5:3306)/app":     false,
+		"u:p@tcp([::1]:3306)/app":        false,
+		"u:p@unix(/run/mysqld.sock)/app": false,
+	} {
+		p, err := NewProber(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.named != want {
+			t.Errorf("NewProber(%q).named = %v, want %v", dsn, p.named, want)
+		}
+		p.Close()
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,12 @@ import (
 type Prober struct {
 	addr string
 	cfg  *pgconn.Config
+
+	// named: the host is a DNS name. After a probe that finds it is not a
+	// primary the connection is closed, so that the next probe resolves the
+	// name afresh: a writer endpoint moved to the promoted server is found
+	// at once, not after the old server goes away.
+	named bool
 
 	mu     sync.Mutex
 	conn   *pgconn.PgConn // nil: connect at the next probe
@@ -58,7 +65,14 @@ func NewProber(dsn string) (*Prober, error) {
 		return nil, fmt.Errorf("new postgres prober: dsn: %w", err)
 	}
 	withTLSDefaults(pc, tls.NewLRUClientSessionCache(0))
-	return &Prober{addr: net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))), cfg: pc}, nil
+	return &Prober{addr: net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))), cfg: pc, named: isHostName(pc.Host)}, nil
+}
+
+// isHostName reports whether host is a DNS name (not an IP address, not a
+// Unix socket's directory): the server behind it may change (a cloud's
+// writer endpoint).
+func isHostName(host string) bool {
+	return host != "" && !strings.HasPrefix(host, "/") && net.ParseIP(host) == nil
 }
 
 // Addr returns the address of the server probed (host:port, or socket
@@ -102,6 +116,10 @@ func (p *Prober) Probe(ctx context.Context) (topology.HostStatus, error) {
 	st.Role = topology.RolePrimary
 	if inRecovery {
 		st.Role = topology.RoleReplica
+	}
+	if p.named && (inRecovery || st.ReadOnly) {
+		_ = p.conn.Close(context.Background())
+		p.conn = nil
 	}
 	if row[5] != nil {
 		us, err := strconv.ParseInt(string(row[5]), 10, 64)

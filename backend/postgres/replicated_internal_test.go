@@ -25,3 +25,12 @@ func TestLSNPositions(t *testing.T) {
 		t.Errorf("lsnMerge = %q", got)
 	}
 }
+
+func TestIsHostName(t *testing.T) {
+	for h, want := range map[string]bool{"db.internal": true, "localhost": true, "10.0.0.5": false, "::1": false,
+		"/var/run/postgresql": false, "": false} {
+		if got := isHostName(h); got != want {
+			t.Errorf("isHostName(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
