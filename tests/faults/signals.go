@@ -145,8 +145,14 @@ func sigRestartWithLogFile(e *env, logFile string) error {
 	}
 	e.tetherd = cmd
 	for i := 0; i < 300; i++ {
+		// Up once a connect succeeds: the socket file appears at bind(),
+		// before listen(), and a client in between is refused (the
+		// campaign's clients start at once; under load they were).
 		if sigSocketThere(e) {
-			return nil
+			if c, err := e.dial(); err == nil {
+				c.close()
+				return nil
+			}
 		}
 		if !e.alive() {
 			return fmt.Errorf("tetherd exited at start; see %s", e.logPath)
