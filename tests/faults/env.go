@@ -157,8 +157,13 @@ dsn = %q
 	logf.Close()
 	e.tetherd = cmd
 	for i := 0; i < 300; i++ {
+		// Up once a connect succeeds: the socket file appears at bind(),
+		// before listen(), and a client in between is refused.
 		if fi, err := os.Stat(e.socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return nil
+			if c, err := e.dial(); err == nil {
+				c.close()
+				return nil
+			}
 		}
 		if !e.alive() {
 			return fmt.Errorf("tetherd exited at start; see %s", e.logPath)
